@@ -1,0 +1,37 @@
+/* The nanoconv command: one function per subcommand, each returning the exit status. */
+#ifndef NC_CLI_H
+#define NC_CLI_H
+
+#include "nanoconv.h"
+
+/* Exit statuses: 0 success, 1 a failure at run time (device, memory), 2 bad input or usage. */
+#define EXIT_USAGE 2
+
+/* Prints "nanoconv: error: MSG" and returns the exit status for err's code. */
+int cli_fail(const nc_error *err);
+/* Prints "nanoconv: error: ..." for a usage problem and returns EXIT_USAGE. */
+int cli_usage_error(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+/* Parses a non-negative int option value; returns 0 and prints the error if it is not one. */
+int cli_parse_int(const char *opt, const char *s, long lo, long hi, long *out);
+
+int cmd_eval(int argc, char **argv);
+int cmd_predict(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_init(int argc, char **argv);
+
+/* What a command wraps around an evaluation (nanoconv profile): after a successful run, once the session is freed
+ * and eval's lines are printed, done() gets the result object (with --json, to add its own members before eval
+ * prints it; NULL otherwise) and returns the exit status. */
+struct cJSON;
+typedef struct eval_hook {
+    int (*done)(void *ctx, struct cJSON *json);
+    void *ctx;
+} eval_hook;
+/* nanoconv eval itself (cmd_eval is eval_main without a hook). */
+int eval_main(int argc, char **argv, const eval_hook *hook);
+
+#endif

@@ -1,0 +1,78 @@
+/* nanoconv: the command-line entry point and the subcommand table. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *help;
+} commands[] = {
+    {"eval", cmd_eval, "run a model on the first N test images; print Op Time and Correctness"},
+    {"predict", cmd_predict, "predict the class of each image of an IDX file"},
+    {"info", cmd_info, "summarise a model file, one line per layer"},
+    {"init", cmd_init, "write a model of a given architecture with seeded random weights"},
+};
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
+
+int cli_fail(const nc_error *err) {
+    fprintf(stderr, "nanoconv: error: %s\n", err->msg);
+    return (err->code == NC_ERR_DEVICE || err->code == NC_ERR_NOMEM) ? 1 : EXIT_USAGE;
+}
+
+int cli_usage_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("nanoconv: error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return EXIT_USAGE;
+}
+
+int cli_parse_int(const char *opt, const char *s, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) {
+        cli_usage_error("%s takes an integer from %ld to %ld, not '%s'", opt, lo, hi, s);
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: nanoconv COMMAND [options]   (nanoconv COMMAND --help for its options)\n\ncommands:\n");
+    for (size_t i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+    fprintf(f, "\nexit status: 0 success, 1 failure at run time (device, memory), 2 bad input or usage\n");
+}
+
+static void version(void) {
+    printf("nanoconv %s\nbackends:", NC_VERSION);
+    for (const char *const *b = nc_backend_names(); *b; b++) printf(" %s", *b);
+    printf("\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+        version();
+        return 0;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+    usage(stderr);
+    return cli_usage_error("unknown command '%s'", argv[1]);
+}

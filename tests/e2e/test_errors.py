@@ -1,0 +1,119 @@
+"""Bad input through the command line: each case gets one clear message naming
+the file and what was wrong, exit status 2, and no output file left behind."""
+import gzip
+import os
+import shutil
+import struct
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import ncpy  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+chk = ncpy.Checker("test_errors")
+ARCH = "conv 2 3; tanh; maxpool 2 2; flatten; dense 10 bias; softmax"
+
+
+def expect(args, words, what, status=2):
+    p = ncpy.run(args, check=False)
+    err = p.stderr.lower()
+    chk.check(p.returncode == status, f"{what}: exit {p.returncode}, expected {status}\n{p.stderr}")
+    for w in words:
+        chk.check(w.lower() in err, f"{what}: message lacks {w!r}: {p.stderr.strip()}")
+    chk.check("error" in err and err.count("\n") <= 2, f"{what}: not one clear message: {p.stderr!r}")
+    chk.check("sanitizer" not in err and "runtime error" not in err, f"{what}: sanitizer report: {p.stderr}")
+
+
+with tempfile.TemporaryDirectory() as d:
+    rng = np.random.default_rng(1)
+    # A good data directory of 20 images and a good model, then damaged copies of each.
+    good = os.path.join(d, "good")
+    os.mkdir(good)
+    imgs = rng.integers(0, 256, (20, 28, 28), dtype=np.uint8)
+    ncpy.write_idx_images(os.path.join(good, "t10k-images-idx3-ubyte.gz"), imgs, compress=True)
+    ncpy.write_idx_labels(os.path.join(good, "t10k-labels-idx1-ubyte.gz"), rng.integers(0, 10, 20), compress=True)
+    model = os.path.join(d, "m.safetensors")
+    ncpy.run(["init", "--name", "m", "--input", "1x28x28 raw", "--layers", ARCH, "-o", model])
+    ok = ncpy.run(["eval", "--model", model, "--data", good, "--backend", "cpu-ref"], check=False)
+    chk.check(ok.returncode == 0, f"good files evaluate: {ok.stderr}")
+
+    def data_dir_with(name, blob):
+        dd = tempfile.mkdtemp(dir=d)
+        for f in os.listdir(good):
+            shutil.copy(os.path.join(good, f), dd)
+        with open(os.path.join(dd, name), "wb") as f:
+            f.write(blob)
+        return dd
+
+    raw = gzip.decompress(open(os.path.join(good, "t10k-images-idx3-ubyte.gz"), "rb").read())
+    img = "t10k-images-idx3-ubyte.gz"
+    cases = [
+        ("truncated IDX", raw[:16 + 700], ["truncated", img]),
+        ("truncated gzip stream", gzip.compress(raw)[:300], [img]),
+        ("wrong magic", struct.pack(">I", 0x1234) + raw[4:], ["magic", img]),
+        ("header cut short", raw[:10], [img]),
+        ("absurd dimensions", struct.pack(">IIII", 0x803, 0x7FFFFFFF, 0x7FFFFFFF, 0x7FFFFFFF) + raw[16:], [img]),
+        ("zero-sized images", struct.pack(">IIII", 0x803, 20, 0, 28) + raw[16:], [img]),
+    ]
+    for what, blob, words in cases:
+        expect(["eval", "--model", model, "--data", data_dir_with(img, gzip.compress(blob) if "gzip" not in what
+                                                                  else blob)], words, what)
+    lab = "t10k-labels-idx1-ubyte.gz"
+    expect(["eval", "--model", model, "--data", data_dir_with(lab, gzip.compress(struct.pack(">II", 0x801, 19) +
+                                                                                  bytes(19)))],
+           ["19", "20"], "label count differs from image count")
+    expect(["eval", "--model", model, "--data", os.path.join(d, "nowhere")], ["nowhere"], "missing data directory")
+
+    # Model files.
+    mblob = open(model, "rb").read()
+    hlen = struct.unpack("<Q", mblob[:8])[0]
+    bad_models = [
+        ("truncated model", mblob[:len(mblob) // 2], []),
+        ("model under 8 bytes", mblob[:5], []),
+        ("header length beyond the file", struct.pack("<Q", len(mblob) * 4) + mblob[8:], ["header"]),
+        ("corrupt JSON", mblob[:8] + b"{" * hlen + mblob[8 + hlen:], []),
+        ("tensor renamed", mblob.replace(b'"0.weight"', b'"9.weight"'), ["9.weight"]),
+    ]
+    for what, blob, words in bad_models:
+        path = os.path.join(d, what.replace(" ", "_") + ".safetensors")
+        open(path, "wb").write(blob)
+        expect(["eval", "--model", path, "--data", good], [os.path.basename(path)] + words, what)
+
+    # A model of the wrong shape for its tensors: same tensors, a different architecture.
+    wrong = os.path.join(d, "wrong_shape.safetensors")
+    w = rng.normal(size=(3, 1, 3, 3)).astype(np.float32)
+    ncpy.write_safetensors(wrong, {"0.weight": w, "4.weight": np.zeros((10, 2 * 13 * 13), np.float32),
+                                   "4.bias": np.zeros(10, np.float32)},
+                           {"nanoconv.input": "1x28x28 raw", "nanoconv.layers": ARCH})
+    expect(["eval", "--model", wrong, "--data", good], ["wrong_shape.safetensors", "0.weight"], "tensor of wrong shape")
+
+    # A tensor missing altogether.
+    missing = os.path.join(d, "missing.safetensors")
+    ncpy.write_safetensors(missing, {"0.weight": np.zeros((2, 1, 3, 3), np.float32),
+                                     "4.weight": np.zeros((10, 2 * 13 * 13), np.float32)},
+                           {"nanoconv.input": "1x28x28 raw", "nanoconv.layers": ARCH})
+    expect(["eval", "--model", missing, "--data", good], ["missing.safetensors", "4.bias", "missing"],
+           "tensor missing")
+
+    # A model whose input does not match the data (smaller than the images).
+    small = os.path.join(d, "small.safetensors")
+    ncpy.run(["init", "--name", "small", "--input", "1x20x20 raw", "--layers", ARCH, "-o", small])
+    expect(["eval", "--model", small, "--data", good], ["20x20", "28x28"], "model input does not match the data")
+
+    # N larger than the data, an unknown backend, a missing model.
+    expect(["eval", "--model", model, "--data", good, "-n", "21"], ["21", "20"], "N larger than the data")
+    expect(["eval", "--model", model, "--data", good, "--backend", "tpu"], ["tpu"], "unknown backend")
+    expect(["eval", "--model", os.path.join(d, "none.safetensors"), "--data", good], ["none.safetensors"],
+           "missing model file")
+    expect(["eval", "--model", model, "--data", good, "-n", "zero"], ["-n"], "bad -n")
+
+    # predict writes no partial logits file when it fails.
+    out = os.path.join(d, "logits.f32")
+    expect(["predict", "--model", small, "--images", os.path.join(good, img), "--labels", os.path.join(good, lab),
+            "--logits", out], ["20x20"], "predict with a mismatched model")
+    chk.check(not os.path.exists(out), "no logits file after a failed predict")
+    chk.check(not [f for f in os.listdir(d) if ".tmp." in f], "no temporary files left behind")
+
+chk.finish()

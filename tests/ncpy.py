@@ -1,0 +1,97 @@
+"""Test-side helpers: write IDX and safetensors files, run the nanoconv CLI.
+
+Kept small on purpose: the tests must not depend on the code they check, so
+these writers are independent of src/io/.
+"""
+import gzip
+import json
+import os
+import struct
+import subprocess
+import sys
+
+SKIP = 77
+
+
+def skip(msg):
+    print(f"SKIP: {msg}")
+    sys.exit(SKIP)
+
+
+def nanoconv():
+    exe = os.environ.get("NANOCONV")
+    if not exe or not os.path.exists(exe):
+        skip("NANOCONV is not set to the nanoconv binary (run through ctest)")
+    return exe
+
+
+def data_dir():
+    return os.environ.get("NANOCONV_DATA") or "/usr/share/datasets/fashion-mnist"
+
+
+def write_idx_images(path, images, magic=0x803, compress=False):
+    """images: numpy uint8 array (n, h, w)."""
+    n, h, w = images.shape
+    blob = struct.pack(">IIII", magic, n, h, w) + images.astype("uint8").tobytes()
+    with (gzip.open if compress else open)(path, "wb") as f:
+        f.write(blob)
+
+
+def write_idx_labels(path, labels, magic=0x801, compress=False):
+    blob = struct.pack(">II", magic, len(labels)) + bytes(int(x) for x in labels)
+    with (gzip.open if compress else open)(path, "wb") as f:
+        f.write(blob)
+
+
+def read_idx(path):
+    import numpy as np
+    with (gzip.open if path.endswith(".gz") else open)(path, "rb") as f:
+        blob = f.read()
+    magic, n = struct.unpack(">II", blob[:8])
+    if magic & 0xFF == 3:
+        h, w = struct.unpack(">II", blob[8:16])
+        return np.frombuffer(blob[16:], dtype=np.uint8).reshape(n, h, w)
+    return np.frombuffer(blob[8:], dtype=np.uint8)
+
+
+def write_safetensors(path, tensors, metadata):
+    """tensors: dict name -> numpy float32 array. The plain format: u64 header length, JSON, data."""
+    import numpy as np
+    header, blobs, off = {}, [], 0
+    for name, arr in tensors.items():
+        b = np.ascontiguousarray(arr, dtype=np.float32).tobytes()
+        header[name] = {"dtype": "F32", "shape": list(arr.shape), "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    header["__metadata__"] = metadata
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+def run(args, check=True):
+    """Runs nanoconv with args; returns the CompletedProcess (text mode)."""
+    p = subprocess.run([nanoconv()] + args, capture_output=True, text=True)
+    if check and p.returncode != 0:
+        print("command failed:", " ".join(args), "\n", p.stdout, p.stderr)
+        sys.exit(1)
+    return p
+
+
+class Checker:
+    """Counts checks; finish() prints 'N passed, M failed' and exits 1 on any failure."""
+
+    def __init__(self, name):
+        self.name, self.passed, self.failed = name, 0, 0
+
+    def check(self, cond, what):
+        if cond:
+            self.passed += 1
+        else:
+            self.failed += 1
+            print(f"FAILED: {what}")
+
+    def finish(self):
+        print(f"{self.name}: {self.passed} passed, {self.failed} failed")
+        sys.exit(1 if self.failed or not self.passed else 0)

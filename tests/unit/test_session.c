@@ -1,0 +1,77 @@
+/* Sessions and the backend interface: argmax ties, chunking, timings, input checks, backend names. */
+#include <stdint.h>
+
+#include "core/backend.h"
+#include "core/model.h"
+#include "nc_test.h"
+
+static void test_argmax(void) {
+    const float x[12] = {1, 3, 3, 0, /* tie: lowest index */ -5, -4, -4, -9, 2, 2, 2, 2};
+    int pred[3];
+    nc_argmax_rows(pred, x, 3, 4);
+    CHECK(pred[0] == 1 && pred[1] == 1 && pred[2] == 0);
+}
+
+static void test_chunks_and_timing(void) {
+    nc_error err = {0};
+    nc_model *m = NULL;
+    int rc = nc_model_build(&m, "t", "1x12x12 unit", "conv 3 3; tanh; maxpool 2 2; conv 4 3 bias; flatten; dense 10 bias",
+                            &err);
+    CHECK(rc == NC_OK);
+    if (rc) return;
+    nc_model_init_seeded(m, 5);
+    enum { N = 37 };
+    uint8_t img[N * 144];
+    for (int i = 0; i < N * 144; i++) img[i] = (uint8_t)((i * 2654435761u) >> 24);
+    float a[N * 10], b[N * 10];
+    int pa[N], pb[N];
+    nc_timing t;
+    nc_session *s1 = NULL, *s2 = NULL;
+    nc_run_opts small = {.chunk = 5};
+    CHECK(nc_session_create(&s1, m, "cpu-ref", NULL, &err) == NC_OK);
+    CHECK(nc_session_create(&s2, m, "cpu-ref", &small, &err) == NC_OK);
+    if (s1 && s2) {
+        CHECK(nc_session_run(s1, img, N, 12, 12, pa, a, &t, &err) == NC_OK);
+        CHECK(t.n_conv == 2 && t.conv_s[0] >= 0.0 && t.conv_s[1] >= 0.0 && t.total_s > 0.0);
+        CHECK(nc_session_run(s2, img, N, 12, 12, pb, b, NULL, &err) == NC_OK);
+        /* Chunks of 5 images give bitwise the same answers as one chunk. */
+        CHECK(memcmp(a, b, sizeof a) == 0 && memcmp(pa, pb, sizeof pa) == 0);
+        int ok = 1;
+        for (int i = 0; i < N; i++) {
+            int best = 0;
+            for (int j = 1; j < 10; j++)
+                if (a[i * 10 + j] > a[i * 10 + best]) best = j;
+            ok &= best == pa[i];
+        }
+        CHECK(ok);
+        /* 28x28 data cannot feed a 12x12 model (shrinking is not defined). */
+        uint8_t big[784] = {0};
+        CHECK(nc_session_run(s1, big, 1, 28, 28, pa, NULL, NULL, &err) == NC_ERR_MISMATCH);
+        CHECK_MSG(err, "12x12");
+    }
+    nc_session_free(s1);
+    nc_session_free(s2);
+
+    nc_session *s3 = NULL;
+    CHECK(nc_session_create(&s3, m, "no-such-backend", NULL, &err) == NC_ERR_ARG);
+    CHECK_MSG(err, "no-such-backend");
+    CHECK(s3 == NULL);
+    nc_run_opts kv = {.conv_kernel = 3};
+    CHECK(nc_session_create(&s3, m, "cpu-ref", &kv, &err) == NC_ERR_ARG);
+    nc_model_free(m);
+}
+
+static void test_backend_names(void) {
+    const char *const *names = nc_backend_names();
+    CHECK(names[0] && !strcmp(names[0], "cpu-ref"));
+    int n = 0;
+    for (; names[n]; n++) CHECK(nc_backend_find(names[n]) != NULL);
+    CHECK(n >= 1);
+}
+
+int main(void) {
+    test_argmax();
+    test_chunks_and_timing();
+    test_backend_names();
+    return nc_test_done("test_session");
+}
