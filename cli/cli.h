@@ -22,6 +22,7 @@ int cmd_eval(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_init(int argc, char **argv);
+int cmd_import_mxnet(int argc, char **argv);
 
 /* What a command wraps around an evaluation (nanoconv profile): after a successful run, once the session is freed
  * and eval's lines are printed, done() gets the result object (with --json, to add its own members before eval

@@ -16,6 +16,7 @@ static const struct {
     {"predict", cmd_predict, "predict the class of each image of an IDX file"},
     {"info", cmd_info, "summarise a model file, one line per layer"},
     {"init", cmd_init, "write a model of a given architecture with seeded random weights"},
+    {"import-mxnet", cmd_import_mxnet, "convert an MXNet model (NAME-symbol.json, NAME-EPOCH.params) to a model file"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -48,7 +49,7 @@ int cli_parse_int(const char *opt, const char *s, long lo, long hi, long *out) {
 
 static void usage(FILE *f) {
     fprintf(f, "usage: nanoconv COMMAND [options]   (nanoconv COMMAND --help for its options)\n\ncommands:\n");
-    for (size_t i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+    for (size_t i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-13s %s\n", commands[i].name, commands[i].help);
     fprintf(f, "\nexit status: 0 success, 1 failure at run time (device, memory), 2 bad input or usage\n");
 }
 
