@@ -19,9 +19,11 @@ int cli_usage_error(const char *fmt, ...)
 int cli_parse_int(const char *opt, const char *s, long lo, long hi, long *out);
 
 int cmd_eval(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_init(int argc, char **argv);
+int cmd_bench_gpu(int argc, char **argv);
 int cmd_import_mxnet(int argc, char **argv);
 
 /* What a command wraps around an evaluation (nanoconv profile): after a successful run, once the session is freed

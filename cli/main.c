@@ -13,9 +13,11 @@ static const struct {
     const char *help;
 } commands[] = {
     {"eval", cmd_eval, "run a model on the first N test images; print Op Time and Correctness"},
+    {"profile", cmd_profile, "eval under CUPTI: nvprof's tables of GPU activities and CUDA API calls"},
     {"predict", cmd_predict, "predict the class of each image of an IDX file"},
     {"info", cmd_info, "summarise a model file, one line per layer"},
     {"init", cmd_init, "write a model of a given architecture with seeded random weights"},
+    {"bench-gpu", cmd_bench_gpu, "every GPU conv kernel version and cuDNN against the machine's floors"},
     {"import-mxnet", cmd_import_mxnet, "convert an MXNet model (NAME-symbol.json, NAME-EPOCH.params) to a model file"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

@@ -1,0 +1,136 @@
+/*
+ * The convolution ladder: every version of the forward convolution kernel,
+ * numbered, each with its own launcher, behind one dispatcher on the version
+ * number (`--conv-kernel V`). A version keeps its number for good, so that its
+ * figures in docs/PERFORMANCE.md can be traced back to its code.
+ *
+ *   1  naive: one thread per output element, the course's first GPU kernel.
+ *      nanoconv eval --model M --backend cuda --conv-kernel 1
+ *   2  tiled: shared-memory input tile, weights in constant memory (conv_tiled.cu)
+ *   3  unroll+gemm: im2col, then a shared-memory tiled matrix multiply, two kernels (conv_gemm.cu)
+ *   4  implicit-gemm: the unroll fused into a register-tiled matrix multiply (conv_gemm.cu)
+ *   5  direct: register-tiled direct convolution, K at compile time (conv_direct.cu)
+ *   6  fused: version 5 with bias + activation + pooling in the epilogue and uint8 input (conv_direct.cu)
+ *   7  tc-tf32: C = 1 layers on TF32 tensor cores, fused; reduced precision, opt-in (conv_tc.cu)
+ *   8  tc-3xtf32: version 7 with split operands, near-exact (~1e-6 relative; conv_tc.cu)
+ *   Each file's header comment gives the command that runs its versions; conv_ladder.h declares them.
+ *
+ * Semantics (every version): y is (B, M, H-K+1, W-K+1), x is (B, C, H, W),
+ * k is (M, C, K, K), bias is (M) or NULL;
+ * y[b][m][h][w] = sum over c, p, q of x[b][c][h+p][w+q] * k[m][c][p][q] (+ bias[m]),
+ * checked against nc_ref_conv by tests/gpu/test_gpu_layers.c.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda/conv_ladder.h"
+#include "cuda/cuda_check.h"
+#include "cuda/cuda_layers.h"
+
+/* ------------------------------------------------------------- version 1 */
+
+/* Output tile edge of version 1: a block of 16 x 16 threads covers a 16 x 16 tile of one output map. */
+#define CONV1_TILE 16
+
+/* One thread per output element y[b][m][h][w]: block (x, y) = (w, h) within the
+ * tile, grid (tile, m - m0, b - b0). It reads its K x K window of every input
+ * channel straight from global memory, as the course's naive kernel did. */
+__global__ void conv_forward_kernel1(float *y, const float *x, const float *k, const float *bias, int C, int H,
+                                     int W, int M, int K, int b0, int m0) {
+    const int Ho = H - K + 1, Wo = W - K + 1;
+    const int w_tiles = (Wo + CONV1_TILE - 1) / CONV1_TILE;
+    const int h = (int)(blockIdx.x / w_tiles) * CONV1_TILE + (int)threadIdx.y;
+    const int w = (int)(blockIdx.x % w_tiles) * CONV1_TILE + (int)threadIdx.x;
+    const size_t b = (size_t)b0 + blockIdx.z;
+    const int m = m0 + (int)blockIdx.y;
+    if (h >= Ho || w >= Wo) return;
+    float acc = 0.0f;
+    for (int c = 0; c < C; c++) {
+        const float *xc = x + (b * C + c) * H * W;          // (H, W)
+        const float *kc = k + ((size_t)m * C + c) * K * K; // (K, K)
+        for (int p = 0; p < K; p++)
+            for (int q = 0; q < K; q++) acc += xc[(h + p) * W + (w + q)] * kc[p * K + q];
+    }
+    y[((b * M + m) * Ho + h) * Wo + w] = bias ? acc + bias[m] : acc;
+}
+
+/* Grid y and z are limited to 65535, so a large batch (or M) is covered in slices. */
+static int conv_launch1(float *y, const float *x, const float *k, const float *bias, int B, int C, int H, int W,
+                        int M, int K, cudaStream_t stream, nc_error *err) {
+    const int Ho = H - K + 1, Wo = W - K + 1;
+    const unsigned tiles = (unsigned)((Ho + CONV1_TILE - 1) / CONV1_TILE) * (unsigned)((Wo + CONV1_TILE - 1) / CONV1_TILE);
+    const dim3 block(CONV1_TILE, CONV1_TILE);
+    for (int b0 = 0; b0 < B; b0 += 65535) {
+        for (int m0 = 0; m0 < M; m0 += 65535) {
+            const dim3 grid(tiles, (unsigned)(M - m0 < 65535 ? M - m0 : 65535),
+                            (unsigned)(B - b0 < 65535 ? B - b0 : 65535));
+            conv_forward_kernel1<<<grid, block, 0, stream>>>(y, x, k, bias, C, H, W, M, K, b0, m0);
+            CUDA_LAUNCHED();
+        }
+    }
+    return NC_OK;
+}
+
+/* ------------------------------------------------------------ dispatcher */
+
+typedef int (*conv_launcher)(float *y, const float *x, const float *k, const float *bias, int B, int C, int H,
+                             int W, int M, int K, cudaStream_t stream, nc_error *err);
+
+typedef struct {
+    const char *name;
+    const char *note; /* Op Time's note: says "fused ..." only where the kernel fuses */
+    conv_launcher launch;
+    const void *kernel; /* loaded by nc_cuda_conv_prepare */
+} conv_version;
+
+static const conv_version versions[] = {
+    {"naive", "", conv_launch1, (const void *)conv_forward_kernel1},
+    /* Versions 2..8 pick among several kernels at launch: no one kernel to load ahead (kernel NULL). */
+    {"tiled", "", nc_conv_launch_tiled, NULL},
+    {"unroll+gemm", "", nc_conv_launch_unroll_gemm, NULL},
+    {"implicit-gemm", "", nc_conv_launch_implicit_gemm, NULL},
+    {"direct", "", nc_conv_launch_direct, NULL},
+    {"fused", "", nc_conv_launch_direct, NULL}, /* the backend notes each layer it fuses */
+    /* Reduced precision: the note says so (C > 1 layers are version 5's and 6's, in fp32). */
+    {"tc-tf32", "tf32", nc_conv_launch_tf32, NULL},
+    {"tc-3xtf32", "3xtf32", nc_conv_launch_3xtf32, NULL},
+};
+#define N_VERSIONS ((int)(sizeof versions / sizeof versions[0]))
+
+extern "C" int nc_cuda_conv_num_versions(void) { return N_VERSIONS; }
+
+extern "C" const char *nc_cuda_conv_version_name(int version) {
+    return version >= 1 && version <= N_VERSIONS ? versions[version - 1].name : NULL;
+}
+
+extern "C" const char *nc_cuda_conv_version_note(int version) {
+    return version >= 1 && version <= N_VERSIONS ? versions[version - 1].note : "";
+}
+
+extern "C" int nc_cuda_conv_resolve(int *version, nc_error *err) {
+    if (*version == 0) *version = NC_CUDA_CONV_DEFAULT;
+    if (*version >= 1 && *version <= N_VERSIONS) return NC_OK;
+    char list[256] = "";
+    for (int v = 1; v <= N_VERSIONS; v++) {
+        const size_t used = strlen(list);
+        snprintf(list + used, sizeof list - used, "%s%d (%s)", v > 1 ? ", " : "", v, versions[v - 1].name);
+    }
+    return nc_fail(err, NC_ERR_ARG, "--conv-kernel %d: no such convolution kernel version (valid: %s; 0 = %d)",
+                   *version, list, NC_CUDA_CONV_DEFAULT);
+}
+
+extern "C" int nc_cuda_conv_prepare(int version, nc_error *err) {
+    int rc = nc_cuda_conv_resolve(&version, err);
+    if (rc) return rc;
+    cudaFuncAttributes attr;
+    if (versions[version - 1].kernel) CUDA_RET(cudaFuncGetAttributes(&attr, versions[version - 1].kernel));
+    return NC_OK;
+}
+
+extern "C" int nc_cuda_conv_forward(int version, float *y, const float *x, const float *k, const float *bias, int B,
+                                    int C, int H, int W, int M, int K, cudaStream_t stream, nc_error *err) {
+    int rc = nc_cuda_conv_resolve(&version, err);
+    if (rc) return rc;
+    if (B <= 0) return NC_OK;
+    return versions[version - 1].launch(y, x, k, bias, B, C, H, W, M, K, stream, err);
+}

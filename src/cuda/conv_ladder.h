@@ -1,0 +1,79 @@
+/*
+ * The launchers of the convolution ladder's versions 2 and up, one file per
+ * kernel family, registered in conv_kernels.cu's versions[] table (which keeps
+ * version 1, the naive kernel, and the dispatcher). CUDA sources only.
+ *
+ *   conv_tiled.cu   2  tiled: shared-memory input tile, weights in constant memory
+ *   conv_gemm.cu    3  unroll+gemm: im2col kernel, then a shared-memory tiled matrix multiply (two kernels)
+ *                   4  implicit-gemm: the unroll fused into the multiply's shared-memory tile, 4 x 4 register tiles
+ *   conv_direct.cu  5  direct: register-tiled direct convolution, K known at compile time, __restrict__, unrolled
+ *                   6  fused: version 5 with bias + activation + pooling in the epilogue, input read as uint8
+ *   conv_tc.cu      7  tc-tf32: C = 1, fused, implicit GEMM on mma.sync TF32 tensor cores (reduced precision)
+ *                   8  tc-3xtf32: version 7 with split weights (and split float inputs): near-exact
+ *
+ * Every launcher computes y (B, M, H-K+1, W-K+1) from x (B, C, H, W), k (M, C, K, K) and bias (M) or NULL,
+ * enqueued on `stream` (C linkage, so that tests/gpu/test_conv_ladder.c calls them too); it fails with NC_ERR_ARG for a
+ * shape it does not take (saying which version does).
+ */
+#ifndef NC_CONV_LADDER_H
+#define NC_CONV_LADDER_H
+
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+
+#include "core/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NC_CONV_LAUNCHER_ARGS                                                                                          \
+    float *y, const float *x, const float *k, const float *bias, int B, int C, int H, int W, int M, int K,             \
+        cudaStream_t stream, nc_error *err
+
+int nc_conv_launch_tiled(NC_CONV_LAUNCHER_ARGS);
+int nc_conv_launch_unroll_gemm(NC_CONV_LAUNCHER_ARGS);
+int nc_conv_launch_implicit_gemm(NC_CONV_LAUNCHER_ARGS);
+int nc_conv_launch_direct(NC_CONV_LAUNCHER_ARGS);
+int nc_conv_launch_tf32(NC_CONV_LAUNCHER_ARGS);
+int nc_conv_launch_3xtf32(NC_CONV_LAUNCHER_ARGS);
+
+/* What a fused version applies to the convolution's output before the one store: bias (in the launcher's
+ * arguments), then the activation, then the pooling. */
+typedef struct nc_conv_epilogue {
+    int act;  /* NC_TANH, NC_RELU, NC_SIGMOID, or -1 for none */
+    int pool; /* NC_MAXPOOL, NC_AVGPOOL, or -1 for none */
+    int P, S; /* pooling window and stride (fused only where P == S, 2 or 4) */
+} nc_conv_epilogue;
+
+/* Whether version 6 can fuse this epilogue after a K x K convolution. */
+int nc_conv_direct_fuses(const nc_conv_epilogue *e, int K);
+
+/* How uint8 pixels become the floats the model computes on: lut[p] is nc_scale_pixel(m, p), so that the bits are
+ * the CPU's. */
+typedef struct nc_conv_lut {
+    float v[256];
+} nc_conv_lut;
+
+/* Version 6: the convolution, bias, activation and pooling in one kernel; the full-size convolution output never
+ * goes to memory. Input either float x (B, C, H, W) or, where x_u8 is not NULL, uint8 pixels x_u8 (B, C, H, W)
+ * turned into floats through lut as they are staged (x is then ignored). y is (B, M, Hp, Wp) with
+ * Hp = (H-K+1-P)/S+1, Wp likewise (or the convolution's own size without pooling). */
+int nc_conv_launch_fused(float *y, const float *x, const uint8_t *x_u8, const nc_conv_lut *lut, const float *k,
+                         const float *bias, int B, int C, int H, int W, int M, int K, const nc_conv_epilogue *e,
+                         cudaStream_t stream, nc_error *err);
+
+/* Whether versions 7 and 8 (conv_tc.cu) run this layer on the tensor cores: C = 1, K = 3..7, M <= 256, pooling
+ * none or 2/2, the staged image within 48 KB. */
+int nc_conv_tc_takes(int C, int H, int W, int M, int K, const nc_conv_epilogue *e);
+
+/* Versions 7 (tf32) and 8 (3xtf32): nc_conv_launch_fused's arguments and result, on the tensor cores where
+ * nc_conv_tc_takes says so, else by version 6 itself. */
+int nc_conv_launch_tc(int version, float *y, const float *x, const uint8_t *x_u8, const nc_conv_lut *lut,
+                      const float *k, const float *bias, int B, int C, int H, int W, int M, int K,
+                      const nc_conv_epilogue *e, cudaStream_t stream, nc_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,85 @@
+/*
+ * The GPU layers: launchers of our own kernels, with C linkage, on device
+ * pointers. The cuda backend strings them together; tests/gpu/test_gpu_layers.c
+ * checks each one against the CPU reference (src/cpu/ref.h), whose semantics
+ * they share. Every launcher enqueues its work on `stream`, checks the launch
+ * and returns NC_OK or an error code with err filled; none synchronises.
+ */
+#ifndef NC_CUDA_LAYERS_H
+#define NC_CUDA_LAYERS_H
+
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------ convolution (conv_kernels.cu) */
+
+/* The version `--conv-kernel 0` means: 6 (fused), the fastest exact-fp32 version on every zoo layer measured
+ * (docs/PERFORMANCE.md), until the per-layer-shape selection measured and cached on the machine replaces it. */
+#define NC_CUDA_CONV_DEFAULT 6
+
+/* Versions are numbered 1..nc_cuda_conv_num_versions(). */
+int nc_cuda_conv_num_versions(void);
+/* A version's short name ("naive"), or NULL if there is no such version. */
+const char *nc_cuda_conv_version_name(int version);
+/* What Op Time's line says of a version ("fused tanh+maxpool" for one that
+ * fuses them; "" for a convolution alone). */
+const char *nc_cuda_conv_version_note(int version);
+/* Maps 0 to the default and checks the version: NC_ERR_ARG, listing the valid
+ * ones, for an unknown one. */
+int nc_cuda_conv_resolve(int *version, nc_error *err);
+/* Loads the version's kernel now, so that its first timed launch does not pay
+ * for loading the module. */
+int nc_cuda_conv_prepare(int version, nc_error *err);
+
+/* Valid cross-correlation, stride 1, no padding, by kernel version `version`.
+ * y is (B, M, H-K+1, W-K+1), x is (B, C, H, W), k is (M, C, K, K), bias is (M) or NULL. */
+int nc_cuda_conv_forward(int version, float *y, const float *x, const float *k, const float *bias, int B, int C, int H,
+                         int W, int M, int K, cudaStream_t stream, nc_error *err);
+
+/* ------------------------------------------------------------ layers.cu */
+
+/* Elementwise tanh, relu or sigmoid (kind NC_TANH, NC_RELU or NC_SIGMOID) over
+ * n values; y may equal x. */
+int nc_cuda_activation_forward(nc_layer_kind kind, float *y, const float *x, size_t n, cudaStream_t stream,
+                               nc_error *err);
+
+/* Max (kind NC_MAXPOOL) or average (NC_AVGPOOL) pooling, window P, stride S,
+ * output (H-P)/S+1 (floor). y is (B, C, Ho, Wo), x is (B, C, H, W). */
+int nc_cuda_pool_forward(nc_layer_kind kind, float *y, const float *x, int B, int C, int H, int W, int P, int S,
+                         cudaStream_t stream, nc_error *err);
+
+/* y = x w^T + b by a tiled SGEMM in fp32. y is (B, OUT), x is (B, IN), w is (OUT, IN), b is (OUT) or NULL. */
+int nc_cuda_dense_forward(float *y, const float *x, const float *w, const float *b, int B, int IN, int OUT,
+                          cudaStream_t stream, nc_error *err);
+
+/* Softmax over each row; y may equal x. y and x are (B, N). */
+int nc_cuda_softmax_forward(float *y, const float *x, int B, int N, cudaStream_t stream, nc_error *err);
+
+/* Argmax of each row, ties to the lowest index. pred is (B), x is (B, N). */
+int nc_cuda_argmax(int *pred, const float *x, int B, int N, cudaStream_t stream, nc_error *err);
+
+/* The course's resize on the device, bit for bit nc_resize_u8 of each image.
+ * dst is (B, S, S), src is (B, h, w). */
+int nc_cuda_resize_u8(uint8_t *dst, const uint8_t *src, int B, int h, int w, int S, cudaStream_t stream, nc_error *err);
+
+/* nc_prepare_input on the device: resizes (where the model's input is larger
+ * than the images) and scales B images, bit for bit as the CPU does.
+ * x is (B, 1, H, W) of the model's input, images is (B, h, w). */
+int nc_cuda_prepare_input(float *x, const uint8_t *images, int B, int h, int w, const nc_model *m, cudaStream_t stream,
+                          nc_error *err);
+
+/* Loads every kernel of this file now (CUDA loads modules lazily, at a kernel's first launch), so that a
+ * run's time does not include it. */
+int nc_cuda_layers_prepare(nc_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,271 @@
+/*
+ * Every convolution kernel version of the ladder (conv_kernels.cu's table, conv_ladder.h) against the CPU
+ * reference nc_ref_conv, on random shapes (C = 1 and C > 1, K = 3..7, with and without bias, maps smaller and
+ * larger than a tile or a band), and version 6's fused epilogue (bias, tanh / relu / sigmoid / none, max or
+ * average pooling 2/2 and 4/4 or none, float or uint8 input) against nc_ref_conv, the activation and the pooling
+ * of src/cpu/ref.c. Outputs are poisoned with NaN before each run, so an element never written fails. Skips (77)
+ * where the build has no CUDA or the machine no GPU.
+ *
+ * Tolerance |gpu - ref| <= 1e-4 + 1e-4 |ref| (inputs in [-1, 1] or pixels, weights +-1/sqrt(C*K*K)): every
+ * version sums in the reference's order (c, p, q) but with fused multiply-adds, ~1e-6 apart; an indexing or
+ * synchronisation bug is O(1) apart. Max pooling fused takes the maximum before the activation, which the
+ * activations' monotonicity makes the same value.
+ */
+#ifndef NC_HAVE_CUDA
+#include <stdio.h>
+int main(void) {
+    printf("SKIP: nanoconv was built without CUDA (no nvcc found at configure time)\n");
+    return 77;
+}
+#else
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+
+#include "core/model.h"
+#include "cpu/ref.h"
+#include "cuda/conv_ladder.h"
+#include "cuda/cuda_layers.h"
+#include "nc_test.h"
+
+static cudaStream_t stream;
+static uint64_t rng = 0x2545F4914F6CDD1Dull;
+
+static uint32_t next_u32(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng >> 32);
+}
+static int rand_int(int lo, int hi) {
+    return lo + (int)(next_u32() % (uint32_t)(hi - lo + 1));
+}
+static float rand_float(float lo, float hi) {
+    return lo + (hi - lo) * (float)(next_u32() >> 8) / 16777216.0f;
+}
+static void fill(float *x, size_t n, float lo, float hi) {
+    for (size_t i = 0; i < n; i++) x[i] = rand_float(lo, hi);
+}
+
+#define CU(call)                                                                                                       \
+    do {                                                                                                               \
+        cudaError_t e_ = (call);                                                                                       \
+        if (e_ != cudaSuccess) {                                                                                       \
+            fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));              \
+            exit(1);                                                                                                   \
+        }                                                                                                              \
+    } while (0)
+
+static void *xmalloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "out of host memory (%zu bytes)\n", n);
+        exit(1);
+    }
+    return p;
+}
+
+static void *dev_from(const void *h, size_t bytes) {
+    void *d;
+    CU(cudaMalloc(&d, bytes ? bytes : 1));
+    CU(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
+    return d;
+}
+
+static float *host_from(const float *d, size_t n) {
+    float *h = xmalloc(n * sizeof(float));
+    CU(cudaStreamSynchronize(stream));
+    CU(cudaMemcpy(h, d, n * sizeof(float), cudaMemcpyDeviceToHost));
+    return h;
+}
+
+static void compare(const char *what, const float *out, const float *ref, size_t n, double atol, double rtol) {
+    size_t bad = 0;
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const double d = fabs((double)out[i] - (double)ref[i]);
+        const int ok = d <= atol + rtol * fabs((double)ref[i]); /* false for NaN */
+        if (!ok && bad++ < 5) fprintf(stderr, "  %s: [%zu] gpu %.9g, ref %.9g\n", what, i, out[i], ref[i]);
+        if (d > worst || d != d) worst = d;
+    }
+    if (bad)
+        fprintf(stderr, "%s: %zu of %zu outside %g + %g|ref| (largest error %g)\n", what, bad, n, atol, rtol, worst);
+    CHECK(bad == 0);
+}
+
+static void check_rc(int rc, const nc_error *err, const char *what) {
+    if (rc) fprintf(stderr, "%s: %s\n", what, err->msg);
+    CHECK(rc == NC_OK);
+}
+
+/* Every version on one shape; versions that do not take the shape must say so with NC_ERR_ARG. */
+static void test_case(int B, int C, int H, int W, int M, int K, int with_bias) {
+    const int Ho = H - K + 1, Wo = W - K + 1;
+    const size_t nx = (size_t)B * C * H * W, nk = (size_t)M * C * K * K, ny = (size_t)B * M * Ho * Wo;
+    float *x = xmalloc(nx * sizeof(float)), *k = xmalloc(nk * sizeof(float)), *bias = xmalloc(M * sizeof(float));
+    float *ref = xmalloc(ny * sizeof(float));
+    const float bound = 1.0f / sqrtf((float)(C * K * K));
+    fill(x, nx, -1.0f, 1.0f);
+    fill(k, nk, -bound, bound);
+    fill(bias, M, -1.0f, 1.0f);
+    nc_ref_conv(ref, x, k, with_bias ? bias : NULL, B, C, H, W, M, K);
+    float *dx = dev_from(x, nx * sizeof(float)), *dk = dev_from(k, nk * sizeof(float));
+    float *db = dev_from(bias, M * sizeof(float)), *dy;
+    CU(cudaMalloc((void **)&dy, ny * sizeof(float)));
+    for (int v = 1; v <= nc_cuda_conv_num_versions(); v++) {
+        nc_error err = {0};
+        CU(cudaMemset(dy, 0xFF, ny * sizeof(float)));
+        const int rc = nc_cuda_conv_forward(v, dy, dx, dk, with_bias ? db : NULL, B, C, H, W, M, K, stream, &err);
+        char what[128];
+        snprintf(what, sizeof what, "conv v%d (%s) B%d C%d H%d W%d M%d K%d%s", v, nc_cuda_conv_version_name(v), B, C, H,
+                 W, M, K, with_bias ? " bias" : "");
+        if (rc == NC_ERR_ARG) { /* a shape outside the version's range: said, not computed wrongly */
+            printf("%s: not taken: %s\n", what, err.msg);
+            CHECK(strstr(err.msg, "version") != NULL);
+            continue;
+        }
+        check_rc(rc, &err, what);
+        float *y = host_from(dy, ny);
+        compare(what, y, ref, ny, 1e-4, 1e-4);
+        free(y);
+    }
+    CU(cudaFree(dx));
+    CU(cudaFree(dk));
+    CU(cudaFree(db));
+    CU(cudaFree(dy));
+    free(x);
+    free(k);
+    free(bias);
+    free(ref);
+}
+
+/* Version 6's fused path on one shape: act is NC_TANH, NC_RELU, NC_SIGMOID or -1; pool NC_MAXPOOL, NC_AVGPOOL
+ * or -1 with P = S; u8: the input as uint8 pixels through a scaling table (raw or /255). */
+static void test_fused_case(int B, int C, int H, int W, int M, int K, int with_bias, int act, int pool, int P, int u8) {
+    const int Ho = H - K + 1, Wo = W - K + 1;
+    const int Hp = pool < 0 ? Ho : (Ho - P) / P + 1, Wp = pool < 0 ? Wo : (Wo - P) / P + 1;
+    const size_t nx = (size_t)B * C * H * W, nk = (size_t)M * C * K * K;
+    const size_t nc = (size_t)B * M * Ho * Wo, ny = (size_t)B * M * Hp * Wp;
+    float *x = xmalloc(nx * sizeof(float)), *k = xmalloc(nk * sizeof(float)), *bias = xmalloc(M * sizeof(float));
+    uint8_t *xu = xmalloc(nx);
+    float *conv = xmalloc(nc * sizeof(float)), *ref = xmalloc(ny * sizeof(float));
+    nc_conv_lut lut;
+    const int unit = rand_int(0, 1);
+    for (int p = 0; p < 256; p++) lut.v[p] = unit ? (float)p / 255.0f : (float)p;
+    const float bound = 1.0f / sqrtf((float)(C * K * K));
+    if (u8) {
+        for (size_t i = 0; i < nx; i++) {
+            xu[i] = (uint8_t)rand_int(0, 255);
+            x[i] = lut.v[xu[i]];
+        }
+    } else {
+        fill(x, nx, -1.0f, 1.0f);
+    }
+    fill(k, nk, -bound, bound);
+    fill(bias, M, -1.0f, 1.0f);
+    nc_ref_conv(conv, x, k, with_bias ? bias : NULL, B, C, H, W, M, K);
+    if (act == NC_TANH) nc_ref_tanh(conv, conv, nc);
+    if (act == NC_RELU) nc_ref_relu(conv, conv, nc);
+    if (act == NC_SIGMOID) nc_ref_sigmoid(conv, conv, nc);
+    if (pool == NC_MAXPOOL) nc_ref_maxpool(ref, conv, B, M, Ho, Wo, P, P);
+    if (pool == NC_AVGPOOL) nc_ref_avgpool(ref, conv, B, M, Ho, Wo, P, P);
+    if (pool < 0) memcpy(ref, conv, ny * sizeof(float));
+    float *dx = dev_from(x, nx * sizeof(float)), *dk = dev_from(k, nk * sizeof(float));
+    float *db = dev_from(bias, M * sizeof(float)), *dy;
+    uint8_t *dxu = dev_from(xu, nx);
+    CU(cudaMalloc((void **)&dy, ny * sizeof(float)));
+    CU(cudaMemset(dy, 0xFF, ny * sizeof(float)));
+    const nc_conv_epilogue e = {act, pool, P, P};
+    nc_error err = {0};
+    char what[160];
+    snprintf(what, sizeof what, "fused B%d C%d H%d W%d M%d K%d%s act %d pool %d/%d %s", B, C, H, W, M, K,
+             with_bias ? " bias" : "", act, pool, P, u8 ? (unit ? "u8 unit" : "u8 raw") : "float");
+    CHECK(nc_conv_direct_fuses(&e, K));
+    check_rc(nc_conv_launch_fused(dy, dx, u8 ? dxu : NULL, u8 ? &lut : NULL, dk, with_bias ? db : NULL, B, C, H, W, M,
+                                  K, &e, stream, &err),
+             &err, what);
+    float *y = host_from(dy, ny);
+    /* Raw pixels make outputs up to ~255 x sqrt(C*K*K) before the activation: the same relative tolerance. */
+    compare(what, y, ref, ny, 1e-4, 1e-4);
+    free(y);
+    CU(cudaFree(dx));
+    CU(cudaFree(dk));
+    CU(cudaFree(db));
+    CU(cudaFree(dxu));
+    CU(cudaFree(dy));
+    free(x);
+    free(xu);
+    free(k);
+    free(bias);
+    free(conv);
+    free(ref);
+}
+
+static void test_versions(void) {
+    for (int K = 3; K <= 7; K++) {
+        for (int rep = 0; rep < 4; rep++) {
+            const int C = rep < 2 ? 1 : rand_int(2, 12);
+            test_case(rand_int(1, 5), C, rand_int(K, K + 40), rand_int(K, K + 40), rand_int(1, 30), K, rep % 2);
+        }
+    }
+    /* The zoo's layers, at a few images. */
+    test_case(3, 1, 28, 28, 50, 5, 0);  /* 2017 */
+    test_case(2, 1, 64, 64, 6, 5, 0);   /* 2018 spring conv1 */
+    test_case(2, 6, 30, 30, 16, 5, 0);  /* 2018 spring conv2 */
+    test_case(2, 1, 72, 72, 12, 7, 0);  /* 2018 fall conv1 */
+    test_case(2, 12, 33, 33, 24, 7, 0); /* 2018 fall conv2 */
+    test_case(2, 12, 33, 33, 24, 5, 0); /* 2019 fall conv2 */
+    test_case(2, 1, 86, 86, 4, 7, 0);   /* 2020 conv1 */
+    test_case(2, 4, 40, 40, 16, 7, 0);  /* 2020 conv2 */
+    /* Bands: a map too large for one block's shared memory in versions 5 and 6. */
+    test_case(2, 8, 150, 140, 5, 5, 1);
+    /* Version 3's workspace in several slices (10.5 MB of unrolled input per image). */
+    test_case(30, 16, 64, 64, 4, 7, 1);
+    /* K outside versions 5 and 6's range: said, and the others still right. */
+    test_case(2, 2, 20, 20, 3, 9, 1);
+    test_case(2, 1, 10, 10, 3, 1, 1);
+}
+
+static void test_fused(void) {
+    const int acts[4] = {-1, NC_TANH, NC_RELU, NC_SIGMOID};
+    const int pools[3][2] = {{-1, 1}, {NC_MAXPOOL, 2}, {NC_AVGPOOL, 2}};
+    for (int a = 0; a < 4; a++) {
+        for (int p = 0; p < 3; p++) {
+            for (int u8 = 0; u8 < 2; u8++) {
+                const int K = rand_int(3, 7), C = rand_int(0, 1) ? 1 : rand_int(2, 6);
+                test_fused_case(rand_int(1, 4), C, rand_int(K + 1, K + 40), rand_int(K + 1, K + 40), rand_int(1, 24), K,
+                                rand_int(0, 1), acts[a], pools[p][0], pools[p][1], u8);
+            }
+        }
+    }
+    for (int rep = 0; rep < 4; rep++) /* pooling 4/4, as in the 2020 model */
+        test_fused_case(2, rand_int(1, 5), rand_int(10, 50), rand_int(10, 50), rand_int(1, 17), rand_int(3, 7), rep % 2,
+                        rep % 2 ? NC_RELU : NC_TANH, rep < 2 ? NC_MAXPOOL : NC_AVGPOOL, 4, rep % 2);
+    test_fused_case(5, 1, 28, 28, 50, 5, 0, NC_TANH, NC_MAXPOOL, 2, 1);     /* the 2017 layer as its network runs it */
+    test_fused_case(2, 12, 33, 33, 24, 7, 0, NC_TANH, NC_MAXPOOL, 2, 0);    /* C > 1 */
+    test_fused_case(2, 4, 40, 40, 16, 7, 0, NC_RELU, NC_MAXPOOL, 4, 0);     /* 2020 conv2 */
+    test_fused_case(2, 3, 160, 150, 7, 5, 1, NC_SIGMOID, NC_AVGPOOL, 2, 1); /* several bands */
+
+    /* What it cannot fuse, it says. */
+    const nc_conv_epilogue odd = {NC_TANH, NC_MAXPOOL, 3, 2};
+    CHECK(!nc_conv_direct_fuses(&odd, 5));
+    nc_error err = {0};
+    CHECK(nc_conv_launch_fused(NULL, NULL, NULL, NULL, NULL, NULL, 1, 1, 10, 10, 1, 5, &odd, stream, &err) ==
+          NC_ERR_ARG);
+    CHECK_MSG(err, "version 4");
+}
+
+int main(void) {
+    int count = 0;
+    const cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0) {
+        printf("SKIP: no CUDA GPU here (cudaGetDeviceCount: %s)\n", e ? cudaGetErrorString(e) : "0 devices");
+        return 77;
+    }
+    CU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    printf("%d convolution versions\n", nc_cuda_conv_num_versions());
+    test_versions();
+    test_fused();
+    CU(cudaStreamDestroy(stream));
+    return nc_test_done("test_conv_ladder");
+}
+#endif

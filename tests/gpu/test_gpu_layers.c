@@ -1,0 +1,490 @@
+/*
+ * Every GPU layer kernel against the CPU reference (src/cpu/ref.c) on random
+ * shapes and random inputs, the device resize against nc_resize_u8 byte for
+ * byte, both GPU backends against cpu-ref on a model using every layer kind,
+ * and the error paths (unknown kernel version, out of device memory).
+ * Outputs are poisoned with NaN before each run, so an element never written
+ * fails. Skips (77) where the build has no CUDA or the machine no GPU.
+ *
+ * Tolerances, |gpu - ref| <= atol + rtol |ref|:
+ *   relu, pooling, argmax, resize, input scaling: exact (the same operations in the same order).
+ *   tanh, sigmoid: 1e-6 + 1e-6 |ref|: CUDA's tanhf/expf and glibc's each err by <= 2 ulp (1.2e-7 relative).
+ *   softmax: 1e-6 + 1e-5 |ref| (outputs in 0..1): expf's ulps, then a sum of N of them and a division.
+ *   conv, dense: 1e-4 + 1e-4 |ref|, with inputs in [-1, 1] and weights in +-1/sqrt(fan_in) so outputs are
+ *     O(1): the device sums in the reference's order but with fused multiply-adds, which round once
+ *     where the CPU rounds twice; over <= 2000 terms that moves the result by ~1e-6, and an indexing or
+ *     synchronisation bug moves it by O(1).
+ */
+#ifndef NC_HAVE_CUDA
+#include <stdio.h>
+int main(void) {
+    printf("SKIP: nanoconv was built without CUDA (no nvcc found at configure time)\n");
+    return 77;
+}
+#else
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+
+#include "core/backend.h"
+#include "core/model.h"
+#include "cpu/ref.h"
+#include "cuda/cuda_layers.h"
+#include "nc_test.h"
+
+static cudaStream_t stream;
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+
+static uint32_t next_u32(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng >> 32);
+}
+static int rand_int(int lo, int hi) {
+    return lo + (int)(next_u32() % (uint32_t)(hi - lo + 1));
+}
+static float rand_float(float lo, float hi) {
+    return lo + (hi - lo) * (float)(next_u32() >> 8) / 16777216.0f;
+}
+static void fill(float *x, size_t n, float lo, float hi) {
+    for (size_t i = 0; i < n; i++) x[i] = rand_float(lo, hi);
+}
+
+/* A failing CUDA call in the harness itself ends the test: nothing after it would mean anything. */
+#define CU(call)                                                                                                       \
+    do {                                                                                                               \
+        cudaError_t e_ = (call);                                                                                       \
+        if (e_ != cudaSuccess) {                                                                                       \
+            fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));              \
+            exit(1);                                                                                                   \
+        }                                                                                                              \
+    } while (0)
+
+static void *xmalloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "out of host memory (%zu bytes)\n", n);
+        exit(1);
+    }
+    return p;
+}
+
+static float *dev_from(const float *h, size_t n) {
+    float *d;
+    CU(cudaMalloc((void **)&d, (n ? n : 1) * sizeof(float)));
+    CU(cudaMemcpy(d, h, n * sizeof(float), cudaMemcpyHostToDevice));
+    return d;
+}
+
+/* A device buffer of n floats, every one NaN (all bits set). */
+static float *dev_poisoned(size_t n) {
+    float *d;
+    CU(cudaMalloc((void **)&d, (n ? n : 1) * sizeof(float)));
+    CU(cudaMemset(d, 0xFF, (n ? n : 1) * sizeof(float)));
+    return d;
+}
+
+static float *host_from(const float *d, size_t n) {
+    float *h = xmalloc(n * sizeof(float));
+    CU(cudaStreamSynchronize(stream));
+    CU(cudaMemcpy(h, d, n * sizeof(float), cudaMemcpyDeviceToHost));
+    return h;
+}
+
+/* Compares n outputs with the reference; prints the first mismatches and the largest error. */
+static void compare(const char *what, const float *out, const float *ref, size_t n, double atol, double rtol) {
+    size_t bad = 0;
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const double d = fabs((double)out[i] - (double)ref[i]);
+        const int ok = d <= atol + rtol * fabs((double)ref[i]); /* false for NaN */
+        if (!ok && bad++ < 5) fprintf(stderr, "  %s: [%zu] gpu %.9g, ref %.9g\n", what, i, out[i], ref[i]);
+        if (d > worst || d != d) worst = d;
+    }
+    if (bad)
+        fprintf(stderr, "%s: %zu of %zu outside %g + %g|ref| (largest error %g)\n", what, bad, n, atol, rtol, worst);
+    CHECK(bad == 0);
+}
+
+static void check_rc(int rc, const nc_error *err, const char *what) {
+    if (rc) fprintf(stderr, "%s: %s\n", what, err->msg);
+    CHECK(rc == NC_OK);
+}
+
+static void test_conv_case(int B, int C, int H, int W, int M, int K, int with_bias) {
+    const int Ho = H - K + 1, Wo = W - K + 1;
+    const size_t nx = (size_t)B * C * H * W, nk = (size_t)M * C * K * K, ny = (size_t)B * M * Ho * Wo;
+    float *x = xmalloc(nx * sizeof(float)), *k = xmalloc(nk * sizeof(float)), *bias = xmalloc(M * sizeof(float));
+    float *ref = xmalloc(ny * sizeof(float));
+    const float bound = 1.0f / sqrtf((float)(C * K * K));
+    fill(x, nx, -1.0f, 1.0f);
+    fill(k, nk, -bound, bound);
+    fill(bias, M, -1.0f, 1.0f);
+    nc_ref_conv(ref, x, k, with_bias ? bias : NULL, B, C, H, W, M, K);
+    float *dx = dev_from(x, nx), *dk = dev_from(k, nk), *db = dev_from(bias, M), *dy = dev_poisoned(ny);
+    /* Version 1 here; tests/gpu/test_conv_ladder.c checks versions 2 and up the same way. */
+    for (int v = 1; v <= 1; v++) {
+        nc_error err = {0};
+        CU(cudaMemset(dy, 0xFF, ny * sizeof(float)));
+        check_rc(nc_cuda_conv_forward(v, dy, dx, dk, with_bias ? db : NULL, B, C, H, W, M, K, stream, &err), &err,
+                 "conv");
+        float *y = host_from(dy, ny);
+        char what[128];
+        snprintf(what, sizeof what, "conv v%d B%d C%d H%d W%d M%d K%d%s", v, B, C, H, W, M, K,
+                 with_bias ? " bias" : "");
+        compare(what, y, ref, ny, 1e-4, 1e-4);
+        free(y);
+    }
+    CU(cudaFree(dx));
+    CU(cudaFree(dk));
+    CU(cudaFree(db));
+    CU(cudaFree(dy));
+    free(x);
+    free(k);
+    free(bias);
+    free(ref);
+}
+
+static void test_conv(void) {
+    for (int K = 3; K <= 7; K++) {
+        for (int rep = 0; rep < 3; rep++) {
+            const int H = rand_int(K, K + 30), W = rand_int(K, K + 30);
+            test_conv_case(rand_int(1, 5), rand_int(1, 8), H, W, rand_int(1, 12), K, rep != 1);
+        }
+    }
+    test_conv_case(2, 1, 28, 28, 50, 5, 0);  /* the 2017 layer */
+    test_conv_case(3, 12, 33, 33, 24, 7, 0); /* the 2018 fall second layer */
+    test_conv_case(65537, 1, 3, 4, 2, 3, 1); /* more than 65535 images: the launcher's slices */
+}
+
+static void test_activations(void) {
+    const nc_layer_kind kinds[3] = {NC_TANH, NC_RELU, NC_SIGMOID};
+    const char *names[3] = {"tanh", "relu", "sigmoid"};
+    const size_t n = 100003;
+    float *x = xmalloc(n * sizeof(float)), *ref = xmalloc(n * sizeof(float));
+    fill(x, n, -10.0f, 10.0f);
+    x[0] = 0.0f, x[1] = -0.0f, x[2] = 50.0f, x[3] = -50.0f;
+    float *dx = dev_from(x, n), *dy = dev_poisoned(n);
+    for (int i = 0; i < 3; i++) {
+        nc_error err = {0};
+        if (kinds[i] == NC_TANH) nc_ref_tanh(ref, x, n);
+        if (kinds[i] == NC_RELU) nc_ref_relu(ref, x, n);
+        if (kinds[i] == NC_SIGMOID) nc_ref_sigmoid(ref, x, n);
+        CU(cudaMemset(dy, 0xFF, n * sizeof(float)));
+        check_rc(nc_cuda_activation_forward(kinds[i], dy, dx, n, stream, &err), &err, names[i]);
+        float *y = host_from(dy, n);
+        compare(names[i], y, ref, n, kinds[i] == NC_RELU ? 0.0 : 1e-6, kinds[i] == NC_RELU ? 0.0 : 1e-6);
+        free(y);
+        /* In place. */
+        float *dz = dev_from(x, n);
+        check_rc(nc_cuda_activation_forward(kinds[i], dz, dz, n, stream, &err), &err, names[i]);
+        y = host_from(dz, n);
+        compare(names[i], y, ref, n, kinds[i] == NC_RELU ? 0.0 : 1e-6, kinds[i] == NC_RELU ? 0.0 : 1e-6);
+        free(y);
+        CU(cudaFree(dz));
+    }
+    nc_error err = {0};
+    CHECK(nc_cuda_activation_forward(NC_DENSE, dy, dx, n, stream, &err) == NC_ERR_ARG);
+    CU(cudaFree(dx));
+    CU(cudaFree(dy));
+    free(x);
+    free(ref);
+}
+
+static void test_pool_case(nc_layer_kind kind, int B, int C, int H, int W, int P, int S) {
+    const int Ho = (H - P) / S + 1, Wo = (W - P) / S + 1;
+    const size_t nx = (size_t)B * C * H * W, ny = (size_t)B * C * Ho * Wo;
+    float *x = xmalloc(nx * sizeof(float)), *ref = xmalloc(ny * sizeof(float));
+    fill(x, nx, -5.0f, 5.0f);
+    if (kind == NC_MAXPOOL)
+        nc_ref_maxpool(ref, x, B, C, H, W, P, S);
+    else
+        nc_ref_avgpool(ref, x, B, C, H, W, P, S);
+    float *dx = dev_from(x, nx), *dy = dev_poisoned(ny);
+    nc_error err = {0};
+    check_rc(nc_cuda_pool_forward(kind, dy, dx, B, C, H, W, P, S, stream, &err), &err, "pool");
+    float *y = host_from(dy, ny);
+    char what[128];
+    snprintf(what, sizeof what, "%s B%d C%d H%d W%d P%d S%d", kind == NC_MAXPOOL ? "maxpool" : "avgpool", B, C, H, W, P,
+             S);
+    compare(what, y, ref, ny, 0.0, 0.0);
+    free(y);
+    CU(cudaFree(dx));
+    CU(cudaFree(dy));
+    free(x);
+    free(ref);
+}
+
+static void test_pool(void) {
+    const int PS[][2] = {{2, 2}, {4, 4}, {3, 2}, {2, 3}, {3, 1}, {1, 1}};
+    for (int kind = 0; kind < 2; kind++) {
+        for (size_t i = 0; i < sizeof PS / sizeof PS[0]; i++) {
+            const int P = PS[i][0], S = PS[i][1];
+            test_pool_case(kind ? NC_AVGPOOL : NC_MAXPOOL, rand_int(1, 4), rand_int(1, 6), rand_int(P, P + 25),
+                           rand_int(P, P + 25), P, S);
+        }
+    }
+    test_pool_case(NC_MAXPOOL, 3, 16, 34, 34, 4, 4); /* the 2020 second pooling */
+    nc_error err = {0};
+    CHECK(nc_cuda_pool_forward(NC_TANH, NULL, NULL, 1, 1, 4, 4, 2, 2, stream, &err) == NC_ERR_ARG);
+}
+
+static void test_dense_case(int B, int IN, int OUT, int with_bias) {
+    const size_t nx = (size_t)B * IN, nw = (size_t)OUT * IN, ny = (size_t)B * OUT;
+    float *x = xmalloc(nx * sizeof(float)), *w = xmalloc(nw * sizeof(float)), *b = xmalloc(OUT * sizeof(float));
+    float *ref = xmalloc(ny * sizeof(float));
+    const float bound = 1.0f / sqrtf((float)IN);
+    fill(x, nx, -1.0f, 1.0f);
+    fill(w, nw, -bound, bound);
+    fill(b, OUT, -1.0f, 1.0f);
+    nc_ref_dense(ref, x, w, with_bias ? b : NULL, B, IN, OUT);
+    float *dx = dev_from(x, nx), *dw = dev_from(w, nw), *db = dev_from(b, OUT), *dy = dev_poisoned(ny);
+    nc_error err = {0};
+    check_rc(nc_cuda_dense_forward(dy, dx, dw, with_bias ? db : NULL, B, IN, OUT, stream, &err), &err, "dense");
+    float *y = host_from(dy, ny);
+    char what[96];
+    snprintf(what, sizeof what, "dense B%d IN%d OUT%d%s", B, IN, OUT, with_bias ? " bias" : "");
+    compare(what, y, ref, ny, 1e-4, 1e-4);
+    free(y);
+    CU(cudaFree(dx));
+    CU(cudaFree(dw));
+    CU(cudaFree(db));
+    CU(cudaFree(dy));
+    free(x);
+    free(w);
+    free(b);
+    free(ref);
+}
+
+static void test_dense(void) {
+    for (int rep = 0; rep < 12; rep++)
+        test_dense_case(rand_int(1, 200), rand_int(1, 1200), rand_int(1, 300), rep % 3 != 0);
+    test_dense_case(64, 64, 64, 1);           /* exact tiles */
+    test_dense_case(257, 2000, 10, 1);        /* a final layer */
+    test_dense_case(65535 * 64 + 3, 1, 1, 1); /* more than 65535 tiles of images: the launcher's slices */
+}
+
+static void test_softmax_argmax(void) {
+    const int B = 1000, N = 10;
+    const size_t n = (size_t)B * N;
+    float *x = xmalloc(n * sizeof(float)), *ref = xmalloc(n * sizeof(float));
+    fill(x, n, -30.0f, 30.0f);
+    /* Ties: row 0 all equal, row 1 a tie for the maximum at 3 and 7, row 2 one huge logit. */
+    for (int j = 0; j < N; j++) x[j] = 1.5f;
+    x[N + 3] = x[N + 7] = 100.0f;
+    x[2 * N + 9] = 1e4f;
+    nc_ref_softmax(ref, x, B, N);
+    float *dx = dev_from(x, n), *dy = dev_poisoned(n);
+    nc_error err = {0};
+    check_rc(nc_cuda_softmax_forward(dy, dx, B, N, stream, &err), &err, "softmax");
+    float *y = host_from(dy, n);
+    compare("softmax", y, ref, n, 1e-6, 1e-5);
+    free(y);
+
+    int *pref = xmalloc(B * sizeof(int)), *pred = xmalloc(B * sizeof(int)), *dp;
+    nc_argmax_rows(pref, x, B, N);
+    CU(cudaMalloc((void **)&dp, B * sizeof(int)));
+    CU(cudaMemset(dp, 0xFF, B * sizeof(int)));
+    check_rc(nc_cuda_argmax(dp, dx, B, N, stream, &err), &err, "argmax");
+    CU(cudaStreamSynchronize(stream));
+    CU(cudaMemcpy(pred, dp, B * sizeof(int), cudaMemcpyDeviceToHost));
+    int same = 1;
+    for (int i = 0; i < B; i++) same &= pred[i] == pref[i];
+    CHECK(same);
+    CHECK(pred[0] == 0 && pred[1] == 3 && pred[2] == 9);
+    CU(cudaFree(dp));
+    CU(cudaFree(dx));
+    CU(cudaFree(dy));
+    free(pref);
+    free(pred);
+    free(x);
+    free(ref);
+}
+
+/* Device resize against nc_resize_u8 byte for byte, and the whole input preparation (resize and scaling)
+ * against nc_prepare_input bit for bit, for each scaling. */
+static void test_resize_case(int B, int h, int w, int S) {
+    const size_t nin = (size_t)B * h * w, nout = (size_t)B * S * S;
+    uint8_t *img = xmalloc(nin), *ref = xmalloc(nout), *out = xmalloc(nout), *dimg, *dout;
+    for (int b = 0; b < B; b++) {
+        /* Some images span 0..255, some have a minimum above 0 (the clip lifts their border), some are flat. */
+        const int lo = b % 3 == 1 ? rand_int(1, 120) : 0, hi = b % 5 == 4 ? lo : rand_int(lo, 255);
+        for (int i = 0; i < h * w; i++) img[(size_t)b * h * w + i] = (uint8_t)rand_int(lo, hi);
+        nc_resize_u8(ref + (size_t)b * S * S, S, img + (size_t)b * h * w, h, w);
+    }
+    CU(cudaMalloc((void **)&dimg, nin));
+    CU(cudaMalloc((void **)&dout, nout));
+    CU(cudaMemcpy(dimg, img, nin, cudaMemcpyHostToDevice));
+    CU(cudaMemset(dout, 0xAB, nout));
+    nc_error err = {0};
+    check_rc(nc_cuda_resize_u8(dout, dimg, B, h, w, S, stream, &err), &err, "resize");
+    CU(cudaStreamSynchronize(stream));
+    CU(cudaMemcpy(out, dout, nout, cudaMemcpyDeviceToHost));
+    size_t bad = 0;
+    for (size_t i = 0; i < nout; i++) bad += out[i] != ref[i];
+    if (bad) fprintf(stderr, "resize %dx%d -> %d: %zu of %zu bytes differ\n", h, w, S, bad, nout);
+    CHECK(bad == 0);
+
+    const char *inputs[3] = {"raw", "unit", "norm 0.2860 0.3530"};
+    for (int s = 0; s < 3; s++) {
+        char in_text[64];
+        snprintf(in_text, sizeof in_text, "1x%dx%d %s", S, S, inputs[s]);
+        nc_model *m = NULL;
+        check_rc(nc_model_build(&m, "resize", in_text, "flatten; dense 10", &err), &err, "nc_model_build");
+        if (!m) continue;
+        float *xref = xmalloc(nout * sizeof(float)), *dx = dev_poisoned(nout);
+        check_rc(nc_prepare_input(xref, m, img, B, h, w, &err), &err, "nc_prepare_input");
+        check_rc(nc_cuda_prepare_input(dx, dimg, B, h, w, m, stream, &err), &err, "nc_cuda_prepare_input");
+        float *x = host_from(dx, nout);
+        CHECK(memcmp(x, xref, nout * sizeof(float)) == 0);
+        free(x);
+        free(xref);
+        CU(cudaFree(dx));
+        nc_model_free(m);
+    }
+    CU(cudaFree(dimg));
+    CU(cudaFree(dout));
+    free(img);
+    free(ref);
+    free(out);
+}
+
+static void test_resize(void) {
+    const int sizes[] = {28, 29, 48, 64, 70, 72, 86, 100, 257};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) test_resize_case(40, 28, 28, sizes[i]);
+    test_resize_case(7, 20, 28, 64); /* non-square images into a square input */
+}
+
+/* Both GPU backends against cpu-ref on one model with every layer kind, over chunks of 128 images
+ * (the last one partial), with logits. */
+static void test_backends(void) {
+    nc_error err = {0};
+    nc_model *m = NULL;
+    check_rc(nc_model_build(&m, "every-layer", "1x32x32 unit",
+                            "conv 6 5 bias; sigmoid; avgpool 3 2; conv 8 3; relu; maxpool 2 2; conv 4 3 bias; tanh; "
+                            "flatten; dense 40 bias; relu; dense 10 bias; softmax",
+                            &err),
+             &err, "nc_model_build");
+    if (!m) return;
+    nc_model_init_seeded(m, 7);
+    const int n = 300, classes = 10;
+    uint8_t *img = xmalloc((size_t)n * 28 * 28);
+    for (size_t i = 0; i < (size_t)n * 28 * 28; i++) img[i] = (uint8_t)rand_int(0, 255);
+    int *pref = xmalloc(n * sizeof(int)), *pred = xmalloc(n * sizeof(int));
+    float *lref = xmalloc((size_t)n * classes * sizeof(float)), *logits = xmalloc((size_t)n * classes * sizeof(float));
+    nc_session *s = NULL;
+    check_rc(nc_session_create(&s, m, "cpu-ref", NULL, &err), &err, "cpu-ref session");
+    check_rc(nc_session_run(s, img, n, 28, 28, pref, lref, NULL, &err), &err, "cpu-ref run");
+    nc_session_free(s);
+    const char *backends[2] = {"cuda", "cudnn"};
+    for (int bi = 0; bi < 2; bi++) {
+        nc_run_opts opts = {0};
+        opts.chunk = 128;
+        s = NULL;
+        int rc = nc_session_create(&s, m, backends[bi], &opts, &err);
+        if (rc == NC_ERR_UNAVAILABLE && bi == 1) {
+            printf("cudnn not built: %s\n", err.msg);
+            continue;
+        }
+        check_rc(rc, &err, backends[bi]);
+        if (rc) continue;
+        nc_timing t;
+        memset(pred, 0xFF, n * sizeof(int));
+        for (size_t i = 0; i < (size_t)n * classes; i++) logits[i] = NAN;
+        check_rc(nc_session_run(s, img, n, 28, 28, pred, logits, &t, &err), &err, backends[bi]);
+        int same = 0;
+        for (int i = 0; i < n; i++) same += pred[i] == pref[i];
+        if (same != n) fprintf(stderr, "%s: %d of %d predictions differ from cpu-ref\n", backends[bi], n - same, n);
+        CHECK(same == n);
+        compare(backends[bi], logits, lref, (size_t)n * classes, 1e-5, 1e-4);
+        CHECK(t.n_conv == 3);
+        CHECK(t.conv_s[0] > 0.0 && t.conv_s[1] > 0.0 && t.conv_s[2] > 0.0);
+        /* A second run on the same plan, with n not a multiple of anything. */
+        check_rc(nc_session_run(s, img, 77, 28, 28, pred, logits, &t, &err), &err, backends[bi]);
+        same = 0;
+        for (int i = 0; i < 77; i++) same += pred[i] == pref[i];
+        CHECK(same == 77);
+        nc_session_free(s);
+    }
+    free(img);
+    free(pref);
+    free(pred);
+    free(lref);
+    free(logits);
+    nc_model_free(m);
+}
+
+static void test_errors(void) {
+    nc_error err = {0};
+    int v = 99;
+    CHECK(nc_cuda_conv_resolve(&v, &err) == NC_ERR_ARG);
+    CHECK_MSG(err, "--conv-kernel 99");
+    CHECK_MSG(err, "1 (naive)");
+    v = 0;
+    CHECK(nc_cuda_conv_resolve(&v, &err) == NC_OK && v == NC_CUDA_CONV_DEFAULT);
+    CHECK(nc_cuda_conv_forward(42, NULL, NULL, NULL, NULL, 1, 1, 3, 3, 1, 3, stream, &err) == NC_ERR_ARG);
+
+    nc_model *m = NULL;
+    /* One image's activations are 64 x 4094 x 4094 floats (4.3 GB): 64 images in a chunk cannot fit. */
+    check_rc(
+        nc_model_build(&m, "huge", "1x4096x4096 raw", "conv 64 3; maxpool 4094 4094; flatten; dense 10 bias", &err),
+        &err, "nc_model_build");
+    if (!m) return;
+    nc_model_init_seeded(m, 1);
+    nc_run_opts opts = {0};
+    opts.conv_kernel = 99;
+    nc_session *s = NULL;
+    CHECK(nc_session_create(&s, m, "cuda", &opts, &err) == NC_ERR_ARG);
+    CHECK_MSG(err, "valid: 1 (naive)");
+    if (nc_backend_find("cudnn")) {
+        opts.conv_kernel = 1;
+        CHECK(nc_session_create(&s, m, "cudnn", &opts, &err) == NC_ERR_ARG);
+        CHECK_MSG(err, "--conv-kernel");
+    }
+    opts.conv_kernel = 0;
+    opts.device = 1000;
+    CHECK(nc_session_create(&s, m, "cuda", &opts, &err) == NC_ERR_ARG);
+    CHECK_MSG(err, "--device 1000");
+
+    opts.device = 0;
+    opts.chunk = 64;
+    int rc = nc_session_create(&s, m, "cuda", &opts, &err);
+    check_rc(rc, &err, "cuda session on the huge model");
+    if (!rc) {
+        uint8_t img[64 * 28 * 28] = {0};
+        int pred[64];
+        rc = nc_session_run(s, img, 64, 28, 28, pred, NULL, NULL, &err);
+        printf("out of memory, as expected: %s\n", err.msg);
+        CHECK(rc == NC_ERR_NOMEM);
+        CHECK_MSG(err, "out of device memory");
+        nc_session_free(s);
+    }
+    nc_model_free(m);
+    /* The device is still good afterwards. */
+    CU(cudaGetLastError());
+    test_dense_case(5, 7, 3, 1);
+}
+
+int main(void) {
+    int count = 0;
+    const cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0) {
+        printf("SKIP: no CUDA GPU here (cudaGetDeviceCount: %s)\n", e ? cudaGetErrorString(e) : "0 devices");
+        return 77;
+    }
+    /* A blocking stream: the harness's cudaMemcpy and cudaMemset run on the legacy default stream, and a
+     * pageable host-to-device cudaMemcpy may return before its data lands; a blocking stream's kernels wait
+     * for that stream's earlier work, a non-blocking one's do not. */
+    CU(cudaStreamCreate(&stream));
+    test_conv();
+    test_activations();
+    test_pool();
+    test_dense();
+    test_softmax_argmax();
+    test_resize();
+    test_backends();
+    test_errors();
+    CU(cudaStreamDestroy(stream));
+    return nc_test_done("test_gpu_layers");
+}
+#endif
