@@ -21,13 +21,14 @@ typedef struct {
 } run_args;
 
 enum { OPT_BACKEND = 1000, OPT_CONV_KERNEL, OPT_THREADS, OPT_JSON, OPT_DATA, OPT_SPLIT, OPT_IMAGES, OPT_LABELS,
-       OPT_LOGITS, OPT_CHUNK, OPT_DEVICE, OPT_NAME, OPT_INPUT, OPT_LAYERS, OPT_SEED };
+       OPT_LOGITS, OPT_CHUNK, OPT_DEVICE, OPT_NAME, OPT_INPUT, OPT_LAYERS, OPT_SEED, OPT_PRECISION };
 
 #define RUN_LONG_OPTIONS                                                                                            \
     {"model", required_argument, 0, 'm'}, {"backend", required_argument, 0, OPT_BACKEND},                           \
         {"conv-kernel", required_argument, 0, OPT_CONV_KERNEL}, {"threads", required_argument, 0, OPT_THREADS},     \
         {"chunk", required_argument, 0, OPT_CHUNK}, {"device", required_argument, 0, OPT_DEVICE},                   \
-        {"json", no_argument, 0, OPT_JSON}, {"help", no_argument, 0, 'h'}
+        {"json", no_argument, 0, OPT_JSON}, {"precision", required_argument, 0, OPT_PRECISION},                     \
+        {"help", no_argument, 0, 'h'}
 
 /* The backend a plain run uses: the fastest one built. */
 static const char *default_backend(void) {
@@ -60,6 +61,16 @@ static int run_option(run_args *a, int c, const char *arg) {
         if (!cli_parse_int("--device", arg, 0, 1024, &v)) return -1;
         a->opts.device = (int)v;
         return 1;
+    case OPT_PRECISION: {
+        static const char *const names[] = {"fp32", "tf32", "3xtf32"};
+        for (int i = 0; i < 3; i++)
+            if (!strcmp(arg, names[i])) {
+                a->opts.precision = i;
+                return 1;
+            }
+        cli_usage_error("--precision takes fp32, tf32 or 3xtf32, not '%s'", arg);
+        return -1;
+    }
     }
     return 0;
 }
@@ -71,6 +82,8 @@ static const char run_options_help[] =
     "      --threads T       CPU threads (default: OpenMP's, i.e. OMP_NUM_THREADS or all cores)\n"
     "      --chunk B         images per chunk (default: the backend's choice)\n"
     "      --device D        GPU index\n"
+    "      --precision P     cuda backend: fp32 (exact, default), tf32 (tensor cores, reduced precision) or\n"
+    "                        3xtf32 (tensor cores, near-exact)\n"
     "      --json            print the results as one JSON object\n";
 
 /* Loads the model and opens a session on it; prints the course's "Loading model... done" unless quiet. */

@@ -110,6 +110,8 @@ typedef struct nc_run_opts {
     int conv_kernel;     /* GPU convolution kernel version; 0 = the backend's default */
     int device;          /* GPU index */
     size_t chunk;        /* images per chunk; 0 = the backend chooses */
+    int precision;       /* cuda backend: 0 fp32 (exact, default), 1 tf32 (tensor cores, reduced precision),
+                            2 3xtf32 (tensor cores, near-exact); --precision; other backends ignore it */
 } nc_run_opts;
 
 typedef struct nc_session nc_session;

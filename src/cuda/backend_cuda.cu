@@ -9,7 +9,9 @@
  * convolution followed by an activation and/or a pooling it can fuse runs as
  * one kernel (Op Time's note says "fused tanh+maxpool"; the time is then the
  * fused group's), and a first convolution on images of the model's size reads
- * the uint8 pixels straight from the upload buffer.
+ * the uint8 pixels straight from the upload buffer. --precision tf32 / 3xtf32 (opts->precision) trade
+ * exactness for the tensor cores: one-channel convolutions on versions 7 / 8 (conv_tc.cu, fused likewise; Op
+ * Time's note adds "tf32" / "3xtf32") and every dense layer on dense_tc.cu's GEMM.
  */
 #include <nvtx3/nvToolsExt.h>
 #include <stdio.h>
@@ -25,12 +27,15 @@
 /* Share of the free device memory the activations of one chunk may take. */
 #define CUDA_MEMORY_SHARE 0.7
 
-/* Conv version whose kernel can take the activation and pooling after a convolution (conv_direct.cu). */
+/* Conv versions from which the kernel takes the activation and pooling after a convolution: 6 (conv_direct.cu),
+ * 7 and 8 (conv_tc.cu, which leave what they do not take to 6). */
 #define CUDA_FUSING_VERSION 6
+#define CUDA_FIRST_TC_VERSION 7
 
 typedef struct {
     nc_gpu g;
     int conv_version;
+    int precision;                       /* NC_PRECISION_*: of the dense layers (the conv's is its version's) */
     int fused[NC_MAX_LAYERS];            /* per conv layer: how many layers after it its kernel does (0..2) */
     nc_conv_epilogue epi[NC_MAX_LAYERS]; /* what they are */
     char note[NC_MAX_LAYERS][48];        /* Op Time's note of each conv layer, in conv order */
@@ -46,7 +51,7 @@ static void cuda_plan_fusion(cuda_plan *p) {
         if (m->layers[li].kind != NC_CONV) continue;
         char *note = p->note[conv++];
         snprintf(note, sizeof p->note[0], "%s", nc_cuda_conv_version_note(p->conv_version));
-        if (p->conv_version != CUDA_FUSING_VERSION) continue;
+        if (p->conv_version < CUDA_FUSING_VERSION) continue;
         nc_conv_epilogue e = {-1, -1, 1, 1};
         int j = li + 1;
         if (j < m->n_layers && nc_layer_is_activation(m->layers[j].kind)) e.act = (int)m->layers[j++].kind;
@@ -59,8 +64,13 @@ static void cuda_plan_fusion(cuda_plan *p) {
         if (j == li + 1 || !nc_conv_direct_fuses(&e, m->layers[li].k)) continue;
         p->fused[li] = j - li - 1;
         p->epi[li] = e;
-        snprintf(note, sizeof p->note[0], "fused %s%s%s", e.act >= 0 ? nc_layer_kind_name((nc_layer_kind)e.act) : "",
-                 e.act >= 0 && e.pool >= 0 ? "+" : "", e.pool >= 0 ? nc_layer_kind_name((nc_layer_kind)e.pool) : "");
+        const nc_layer *l = &m->layers[li];
+        const int tc = p->conv_version >= CUDA_FIRST_TC_VERSION &&
+                       nc_conv_tc_takes(l->in.c, l->in.h, l->in.w, l->m, l->k, &e); /* else version 6 runs it */
+        snprintf(note, sizeof p->note[0], "fused %s%s%s%s%s",
+                 e.act >= 0 ? nc_layer_kind_name((nc_layer_kind)e.act) : "", e.act >= 0 && e.pool >= 0 ? "+" : "",
+                 e.pool >= 0 ? nc_layer_kind_name((nc_layer_kind)e.pool) : "", tc ? ", " : "",
+                 tc ? nc_cuda_conv_version_note(p->conv_version) : "");
     }
     /* The first layer reads the pixels itself where it is a fused convolution. */
     p->g.raw_input = m->n_layers > 0 && m->layers[0].kind == NC_CONV && p->fused[0] > 0;
@@ -76,8 +86,13 @@ static int cuda_layer(cuda_plan *p, int li, int B, float *y, const float *x, int
         CUDA_RET(cudaEventRecord(g->ev[2 * *conv], g->stream));
         if (p->fused[li]) {
             const int u8 = li == 0 && g->in_u8; /* the chunk's pixels, unscaled, in g->img */
-            rc = nc_conv_launch_fused(y, x, u8 ? g->img : NULL, u8 ? &p->lut : NULL, g->weight[li], g->bias[li], B,
-                                      l->in.c, l->in.h, l->in.w, l->m, l->k, &p->epi[li], g->stream, err);
+            if (p->conv_version >= CUDA_FIRST_TC_VERSION)
+                rc = nc_conv_launch_tc(p->conv_version, y, x, u8 ? g->img : NULL, u8 ? &p->lut : NULL, g->weight[li],
+                                       g->bias[li], B, l->in.c, l->in.h, l->in.w, l->m, l->k, &p->epi[li], g->stream,
+                                       err);
+            else
+                rc = nc_conv_launch_fused(y, x, u8 ? g->img : NULL, u8 ? &p->lut : NULL, g->weight[li], g->bias[li], B,
+                                          l->in.c, l->in.h, l->in.w, l->m, l->k, &p->epi[li], g->stream, err);
         } else {
             rc = nc_cuda_conv_forward(p->conv_version, y, x, g->weight[li], g->bias[li], B, l->in.c, l->in.h,
                                       l->in.w, l->m, l->k, g->stream, err);
@@ -94,8 +109,8 @@ static int cuda_layer(cuda_plan *p, int li, int B, float *y, const float *x, int
     case NC_AVGPOOL:
         return nc_cuda_pool_forward(l->kind, y, x, B, l->in.c, l->in.h, l->in.w, l->p, l->s, g->stream, err);
     case NC_DENSE:
-        return nc_cuda_dense_forward(y, x, g->weight[li], g->bias[li], B, (int)nc_shape_size(l->in), l->m, g->stream,
-                                     err);
+        return nc_cuda_dense_tc_forward(p->precision, y, x, g->weight[li], g->bias[li], B, (int)nc_shape_size(l->in),
+                                        l->m, g->stream, err); /* fp32: nc_cuda_dense_forward */
     case NC_SOFTMAX: return nc_cuda_softmax_forward(y, x, B, (int)nc_shape_size(l->in), g->stream, err);
     case NC_FLATTEN: break; /* the caller does not swap buffers */
     }
@@ -147,11 +162,17 @@ static int cuda_warm_up(cuda_plan *p, nc_error *err) {
 static int cuda_create(void **out, const nc_model *m, const nc_run_opts *opts, nc_error *err) {
     *out = NULL;
     int version = opts->conv_kernel;
+    if (opts->precision < NC_PRECISION_FP32 || opts->precision > NC_PRECISION_3XTF32)
+        return nc_fail(err, NC_ERR_ARG, "precision %d: expected 0 (fp32), 1 (tf32) or 2 (3xtf32)", opts->precision);
+    /* A reduced precision without a version picks its tensor-core version for the convolutions. */
+    if (version == 0 && opts->precision == NC_PRECISION_TF32) version = CUDA_FIRST_TC_VERSION;
+    if (version == 0 && opts->precision == NC_PRECISION_3XTF32) version = CUDA_FIRST_TC_VERSION + 1;
     int rc = nc_cuda_conv_resolve(&version, err);
     if (rc) return rc;
     cuda_plan *p = (cuda_plan *)calloc(1, sizeof *p);
     if (!p) return nc_fail(err, NC_ERR_NOMEM, "out of memory for the cuda plan");
     p->conv_version = version;
+    p->precision = opts->precision;
     if ((rc = nc_gpu_open(&p->g, m, opts, CUDA_MEMORY_SHARE, 0, err)) || (rc = nc_cuda_conv_prepare(version, err))) {
         cuda_destroy(p);
         return rc;

@@ -64,7 +64,7 @@ int nc_conv_launch_fused(float *y, const float *x, const uint8_t *x_u8, const nc
                          cudaStream_t stream, nc_error *err);
 
 /* Whether versions 7 and 8 (conv_tc.cu) run this layer on the tensor cores: C = 1, K = 3..7, M <= 256, pooling
- * none or 2/2, the staged image within 48 KB. */
+ * none or 2/2, the staged image within 96 KB. */
 int nc_conv_tc_takes(int C, int H, int W, int M, int K, const nc_conv_epilogue *e);
 
 /* Versions 7 (tf32) and 8 (3xtf32): nc_conv_launch_fused's arguments and result, on the tensor cores where

@@ -9,7 +9,11 @@
  * (columns 2t, 2t+1 of its channel, PTX ISA's m16n8 C fragment) of both tiles are one whole 2x2 pooling window:
  * bias, max (or the activations' mean), and the activation happen in registers and only the pooled output is
  * stored. Max first, then the activation: tanhf, relu and 1/(1+expf(-v)) are monotone, so this equals pooling
- * the activations.
+ * the activations. An image's pooled output (M, Yh, Yw) is one contiguous run of y: where it fits, it is gathered
+ * in shared memory and written with coalesced 16-byte stores (a warp's fragment stores are 8 channels x 16 bytes,
+ * half sectors, scattered). Measured: slower than the fragment stores it replaced (2017 layer, H100: 0.419 ->
+ * 0.471 ms for version 7; docs/PERFORMANCE.md), so the stores were not the limit; to be removed after a run
+ * confirms it.
  *
  *   7  tc-tf32: one MMA per product, the weights rounded to TF32 (10-bit mantissa); float inputs rounded too.
  *      Reduced precision (relative error ~1e-3 of sum |w x|).
@@ -22,13 +26,15 @@
  *
  * On pixels the GEMM runs on the raw values p and the model's scaling is applied after: every scaling
  * (nc_scale_pixel: p, p/255, (p/255 - mean)/std) is affine, v(p) = a p + c, so sum w v(p) = a sum w p + c sum w.
- * C > 1, pooling other than 2/2, K outside 3..7 or M > 256 go to version 6 (conv_direct.cu) unchanged.
+ * C > 1, pooling other than 2/2, K outside 3..7, M > 256 or an image tile over 96 KB go to version 6
+ * (conv_direct.cu) unchanged.
  */
 #include "cuda/conv_ladder.h"
 #include "cuda/cuda_check.h"
 
-#define TC_SMEM_MAX (48 * 1024)
-#define TC_M_MAX 256 /* 8 warps of two m16 tiles */
+#define TC_SMEM_MAX (96 * 1024) /* above 48 KB with the kernel's opt-in, done at launch */
+#define TC_M_MAX 256            /* 8 warps of two m16 tiles */
+#define TC_STAGE_U 8            /* loads a thread has in flight while staging an image */
 
 enum { TC_NONE = -1 };
 /* How products are formed: MODE_TF32 one MMA; MODE_SPLIT_A two (B exact: pixels); MODE_SPLIT_AB three. */
@@ -42,6 +48,10 @@ struct tc_params {
     int RS, WS;    /* the staged image tile, zero past the image: (RS, WS) = (2 PR + K-1, 8 CG + K-1) */
     int act, pool; /* nc_layer_kind or TC_NONE */
     int MG;        /* groups of MW m16 tiles: warp w takes group w % MG */
+    int words;     /* pixel input read as 4-byte words (H W % 4 == 0 and x_u8 4-byte aligned) */
+    int ys;        /* pooled output gathered in shared memory, then stored whole (else stored from registers);
+                      2: in float4s (Yh Yw % 4 == 0 and y 16-byte aligned) */
+    int YS;        /* channel stride of that copy: >= Yh Yw, = 4 mod 8, so the 8 channels of a store hit 8 banks */
     float a, c;    /* pixel input: v(p) = a p + c (a = 1, c = 0 for float input) */
 };
 
@@ -69,16 +79,63 @@ __device__ __forceinline__ float tc_act(int act, float v) {
     }
 }
 
+/* Stages the nw words of one image's pixels (H, W) into xs (RS, WS) as floats: TC_STAGE_U independent loads a
+ * thread before their stores, so that an image costs about one memory latency, not one per pixel. */
+__device__ __forceinline__ void tc_stage_words(float *xs, const uint32_t *__restrict__ src, int nw, int W, int WS) {
+    const int tid = (int)threadIdx.x, nt = (int)blockDim.x;
+    for (int i0 = 0; i0 < nw; i0 += TC_STAGE_U * nt) {
+        uint32_t v[TC_STAGE_U];
+#pragma unroll
+        for (int u = 0; u < TC_STAGE_U; u++) {
+            const int i = i0 + u * nt + tid;
+            v[u] = i < nw ? src[i] : 0u;
+        }
+#pragma unroll
+        for (int u = 0; u < TC_STAGE_U; u++) {
+            const int i = i0 + u * nt + tid;
+            if (i >= nw) break;
+            int r = 4 * i / W, s = 4 * i - r * W;
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                xs[r * WS + s] = (float)((v[u] >> (8 * j)) & 0xFFu);
+                if (++s == W) s = 0, r++;
+            }
+        }
+    }
+}
+
+/* The same for HW float inputs (rounded to TF32 where round) or unaligned pixels, one element a load. */
+__device__ __forceinline__ void tc_stage_elems(float *xs, const float *__restrict__ x, const uint8_t *__restrict__ xu,
+                                               int HW, int W, int WS, bool round) {
+    const int tid = (int)threadIdx.x, nt = (int)blockDim.x;
+    for (int i0 = 0; i0 < HW; i0 += TC_STAGE_U * nt) {
+        float v[TC_STAGE_U];
+#pragma unroll
+        for (int u = 0; u < TC_STAGE_U; u++) {
+            const int i = i0 + u * nt + tid;
+            v[u] = i >= HW ? 0.0f : xu ? (float)xu[i] : x[i];
+        }
+#pragma unroll
+        for (int u = 0; u < TC_STAGE_U; u++) {
+            const int i = i0 + u * nt + tid;
+            if (i >= HW) break;
+            const int r = i / W;
+            xs[r * WS + i - r * W] = round && !xu ? __uint_as_float(tc_tf32(v[u])) : v[u];
+        }
+    }
+}
+
 /* A persistent grid: each block takes images in turn, stages one in shared memory (xs, (RS, WS) floats: the
- * raw pixel values, or the float input), and its warps walk the (row pair, column group) tiles, warp w on the
- * channels of m group w % MG. MW m16 tiles per warp; K at compile time so every fragment array has constant
- * indices. */
+ * raw pixel values, or the float input; then ys, (M, YS) floats, the pooled output where d.ys), and its warps walk the
+ * (row pair, column group) tiles, warp w on the channels of m group w % MG. MW m16 tiles per warp; K at compile time so
+ * every fragment array has constant indices. */
 template <int K, int MW, int MODE>
-__global__ void __launch_bounds__(256) conv_tc_kernel(float *__restrict__ y, const float *__restrict__ x,
-                                                      const uint8_t *__restrict__ xu, const float *__restrict__ k,
-                                                      const float *__restrict__ bias, const tc_params d) {
+__global__ void __launch_bounds__(256)
+    conv_tc_kernel(float *__restrict__ y, const float *__restrict__ x, const uint8_t *__restrict__ xu,
+                   const float *__restrict__ k, const float *__restrict__ bias, const tc_params d) {
     constexpr int KK = K * K, KS = (KK + 7) / 8;
-    extern __shared__ float xs[]; // (RS, WS)
+    extern __shared__ __align__(16) float xs[]; // (RS, WS), then ys
+    float *ys = xs + (d.RS * d.WS + 3) / 4 * 4; // (M, YS) where d.ys, 16-byte aligned
     const int tid = (int)threadIdx.x, nt = (int)blockDim.x;
     const int lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
     const int mg = warp % d.MG, wpg = (nt >> 5) / d.MG, wi = warp / d.MG;
@@ -117,20 +174,16 @@ __global__ void __launch_bounds__(256) conv_tc_kernel(float *__restrict__ y, con
             cm[mi][r] = d.c * s + (bias && m < d.M ? bias[m] : 0.0f);
         }
 
-    const int NP = d.PR * d.CG, RW = d.RS * d.WS;
+    const int NP = d.PR * d.CG, HW = d.H * d.W;
+    /* The tile's margin past the image stays zero: written once; each image writes only its own H x W. */
+    for (int i = tid; i < d.RS * d.WS; i += nt) xs[i] = 0.0f;
     for (int b = (int)blockIdx.x; b < d.B; b += (int)gridDim.x) {
-        __syncthreads(); /* the last image is done with xs */
-        const size_t img = (size_t)b * d.H * d.W;
-        for (int i = tid; i < RW; i += nt) {
-            const int r = i / d.WS, s = i % d.WS;
-            float v = 0.0f;
-            if (r < d.H && s < d.W) {
-                const size_t at = img + (size_t)r * d.W + s;
-                v = xu ? (float)xu[at] : x[at];
-                if (MODE == MODE_TF32 && !xu) v = __uint_as_float(tc_tf32(v));
-            }
-            xs[i] = v;
-        }
+        __syncthreads(); /* the last image is done with xs (and the margin is written) */
+        const size_t img = (size_t)b * HW;
+        if (d.words)
+            tc_stage_words(xs, reinterpret_cast<const uint32_t *>(xu + img), HW / 4, d.W, d.WS);
+        else
+            tc_stage_elems(xs, xu ? NULL : x + img, xu ? xu + img : NULL, HW, d.W, d.WS, MODE == MODE_TF32);
         __syncthreads();
         for (int np = wi; np < NP; np += wpg) {
             const int pr = np / d.CG, cg = np % d.CG;
@@ -190,7 +243,10 @@ __global__ void __launch_bounds__(256) conv_tc_kernel(float *__restrict__ y, con
                             o = (tc_act(d.act, v[0][0]) + tc_act(d.act, v[0][1]) + tc_act(d.act, v[1][0]) +
                                  tc_act(d.act, v[1][1])) /
                                 4.0f;
-                        ym[pr * d.Yw + pc] = o;
+                        if (d.ys)
+                            ys[m * d.YS + pr * d.Yw + pc] = o;
+                        else
+                            ym[pr * d.Yw + pc] = o;
                     } else {
 #pragma unroll
                         for (int r = 0; r < 2; r++)
@@ -202,6 +258,20 @@ __global__ void __launch_bounds__(256) conv_tc_kernel(float *__restrict__ y, con
                     }
                 }
         }
+        if (d.ys) { /* the image's (M, Yh, Yw) from ys, 16 bytes a store where d.ys == 2 */
+            __syncthreads();
+            const int per = d.Yh * d.Yw;
+            float *yb = y + (size_t)b * d.M * per;
+            if (d.ys == 2) {
+                const int per4 = per / 4, ys4 = d.YS / 4;
+                for (int i = tid; i < d.M * per4; i += nt) {
+                    const int m = i / per4;
+                    reinterpret_cast<float4 *>(yb)[i] = reinterpret_cast<const float4 *>(ys)[i + m * (ys4 - per4)];
+                }
+            } else {
+                for (int i = tid; i < d.M * per; i += nt) yb[i] = ys[i + i / per * (d.YS - per)];
+            }
+        }
     }
 }
 
@@ -209,12 +279,12 @@ typedef void (*tc_kernel_fn)(float *, const float *, const uint8_t *, const floa
 
 template <int K> static tc_kernel_fn tc_pick(int MW, int mode) {
     if (MW == 1)
-        return mode == MODE_TF32 ? conv_tc_kernel<K, 1, MODE_TF32>
-                                 : mode == MODE_SPLIT_A ? conv_tc_kernel<K, 1, MODE_SPLIT_A>
-                                                        : conv_tc_kernel<K, 1, MODE_SPLIT_AB>;
-    return mode == MODE_TF32 ? conv_tc_kernel<K, 2, MODE_TF32>
-                             : mode == MODE_SPLIT_A ? conv_tc_kernel<K, 2, MODE_SPLIT_A>
-                                                    : conv_tc_kernel<K, 2, MODE_SPLIT_AB>;
+        return mode == MODE_TF32      ? conv_tc_kernel<K, 1, MODE_TF32>
+               : mode == MODE_SPLIT_A ? conv_tc_kernel<K, 1, MODE_SPLIT_A>
+                                      : conv_tc_kernel<K, 1, MODE_SPLIT_AB>;
+    return mode == MODE_TF32      ? conv_tc_kernel<K, 2, MODE_TF32>
+           : mode == MODE_SPLIT_A ? conv_tc_kernel<K, 2, MODE_SPLIT_A>
+                                  : conv_tc_kernel<K, 2, MODE_SPLIT_AB>;
 }
 
 /* Instantiated for K = 3..7, MW = 1, 2 and the three modes (30 kernels). */
@@ -229,19 +299,26 @@ static tc_kernel_fn tc_kernel_for(int K, int MW, int mode) {
     }
 }
 
-/* The staged tile's size in bytes for this shape. */
-static size_t tc_smem(int H, int W, int K, const nc_conv_epilogue *e) {
+/* The staged image tile's rows and columns: what the row pairs and column groups read, and at least the image
+ * (which is staged whole). */
+static void tc_tile(int H, int W, int K, const nc_conv_epilogue *e, int *RS, int *WS) {
     const int Ho = H - K + 1, Wo = W - K + 1;
     const int pooled = e->pool != TC_NONE;
     const int PR = pooled ? (Ho - 2) / 2 + 1 : (Ho + 1) / 2, Wc = pooled ? ((Wo - 2) / 2 + 1) * 2 : Wo;
-    return (size_t)(2 * PR + K - 1) * (size_t)((Wc + 7) / 8 * 8 + K - 1) * sizeof(float);
+    *RS = 2 * PR + K - 1 > H ? 2 * PR + K - 1 : H;
+    *WS = (Wc + 7) / 8 * 8 + K - 1 > W ? (Wc + 7) / 8 * 8 + K - 1 : W;
+}
+
+static size_t tc_smem(int H, int W, int K, const nc_conv_epilogue *e) {
+    int RS, WS;
+    tc_tile(H, W, K, e, &RS, &WS);
+    return (size_t)RS * WS * sizeof(float);
 }
 
 int nc_conv_tc_takes(int C, int H, int W, int M, int K, const nc_conv_epilogue *e) {
     if (C != 1 || K < 3 || K > 7 || M < 1 || M > TC_M_MAX || H < K || W < K) return 0;
     if (e->act != TC_NONE && e->act != NC_TANH && e->act != NC_RELU && e->act != NC_SIGMOID) return 0;
-    if (e->pool != TC_NONE && !((e->pool == NC_MAXPOOL || e->pool == NC_AVGPOOL) && e->P == 2 && e->S == 2))
-        return 0;
+    if (e->pool != TC_NONE && !((e->pool == NC_MAXPOOL || e->pool == NC_AVGPOOL) && e->P == 2 && e->S == 2)) return 0;
     if (e->pool != TC_NONE && (H - K + 1 < 2 || W - K + 1 < 2)) return 0; /* nothing to pool: version 6 says so */
     return tc_smem(H, W, K, e) <= TC_SMEM_MAX;
 }
@@ -265,8 +342,14 @@ int nc_conv_launch_tc(int version, float *y, const float *x, const uint8_t *x_u8
         d.Yh = (d.Ho - 2) / 2 + 1, d.Yw = (d.Wo - 2) / 2 + 1;
         d.PR = d.Yh, d.CG = (2 * d.Yw + 7) / 8;
     }
-    d.RS = 2 * d.PR + K - 1, d.WS = 8 * d.CG + K - 1;
+    tc_tile(H, W, K, e, &d.RS, &d.WS);
+    d.YS = (d.Yh * d.Yw + 3) / 4 * 4;
+    if (d.YS % 8 == 0) d.YS += 4;
+    const int ys_at = (d.RS * d.WS + 3) / 4 * 4; /* floats before ys */
+    d.ys = e->pool != TC_NONE && (size_t)(ys_at + M * d.YS) * sizeof(float) <= TC_SMEM_MAX;
+    if (d.ys && (d.Yh * d.Yw) % 4 == 0 && (uintptr_t)y % 16 == 0) d.ys = 2;
     d.a = 1.0f, d.c = 0.0f;
+    d.words = x_u8 && (H * W) % 4 == 0 && (uintptr_t)x_u8 % 4 == 0;
     if (x_u8) { /* the table is affine (see the header): its ends give a and c */
         d.c = lut->v[0];
         d.a = (float)(((double)lut->v[255] - (double)lut->v[0]) / 255.0);
@@ -276,8 +359,10 @@ int nc_conv_launch_tc(int version, float *y, const float *x, const uint8_t *x_u8
     const int mode = version == 7 ? MODE_TF32 : x_u8 ? MODE_SPLIT_A : MODE_SPLIT_AB;
     /* A multiple of MG warps a block, at least 4 (MG <= 8, so at most 8). */
     const int warps = d.MG * ((4 + d.MG - 1) / d.MG);
-    const size_t smem = (size_t)d.RS * d.WS * sizeof(float);
+    const size_t smem = (size_t)(d.ys ? ys_at + M * d.YS : d.RS * d.WS) * sizeof(float);
     const tc_kernel_fn fn = tc_kernel_for(K, MW, mode);
+    if (smem > 48 * 1024)
+        CUDA_RET(cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     int device = 0, sms = 0, per_sm = 0;
     CUDA_RET(cudaGetDevice(&device));
     CUDA_RET(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
@@ -294,6 +379,10 @@ static int tc_alone(int version, NC_CONV_LAUNCHER_ARGS) {
     return nc_conv_launch_tc(version, y, x, NULL, NULL, k, bias, B, C, H, W, M, K, &none, stream, err);
 }
 
-int nc_conv_launch_tf32(NC_CONV_LAUNCHER_ARGS) { return tc_alone(7, y, x, k, bias, B, C, H, W, M, K, stream, err); }
+int nc_conv_launch_tf32(NC_CONV_LAUNCHER_ARGS) {
+    return tc_alone(7, y, x, k, bias, B, C, H, W, M, K, stream, err);
+}
 
-int nc_conv_launch_3xtf32(NC_CONV_LAUNCHER_ARGS) { return tc_alone(8, y, x, k, bias, B, C, H, W, M, K, stream, err); }
+int nc_conv_launch_3xtf32(NC_CONV_LAUNCHER_ARGS) {
+    return tc_alone(8, y, x, k, bias, B, C, H, W, M, K, stream, err);
+}

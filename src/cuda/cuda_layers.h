@@ -59,6 +59,16 @@ int nc_cuda_pool_forward(nc_layer_kind kind, float *y, const float *x, int B, in
 int nc_cuda_dense_forward(float *y, const float *x, const float *w, const float *b, int B, int IN, int OUT,
                           cudaStream_t stream, nc_error *err);
 
+/* nc_run_opts.precision: what the cuda backend may trade for speed. FP32 is exact (every kernel in fp32, the
+ * default); TF32 runs first layers on conv version 7 and the dense layers on dense_tc.cu's TF32 GEMM (reduced
+ * precision); 3XTF32 on version 8 and the 3xTF32 GEMM (near-exact, ~1e-6 relative, not bitwise). */
+enum { NC_PRECISION_FP32 = 0, NC_PRECISION_TF32 = 1, NC_PRECISION_3XTF32 = 2 };
+
+/* nc_cuda_dense_forward on the tensor cores (dense_tc.cu) at precision NC_PRECISION_TF32 or NC_PRECISION_3XTF32;
+ * NC_PRECISION_FP32 runs nc_cuda_dense_forward. */
+int nc_cuda_dense_tc_forward(int precision, float *y, const float *x, const float *w, const float *b, int B, int IN,
+                             int OUT, cudaStream_t stream, nc_error *err);
+
 /* Softmax over each row; y may equal x. y and x are (B, N). */
 int nc_cuda_softmax_forward(float *y, const float *x, int B, int N, cudaStream_t stream, nc_error *err);
 

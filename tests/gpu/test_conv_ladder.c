@@ -112,6 +112,7 @@ static void test_case(int B, int C, int H, int W, int M, int K, int with_bias) {
     float *db = dev_from(bias, M * sizeof(float)), *dy;
     CU(cudaMalloc((void **)&dy, ny * sizeof(float)));
     for (int v = 1; v <= nc_cuda_conv_num_versions(); v++) {
+        if (v >= 7) break; /* the tensor-core versions have tolerances of their own: test_conv_tc.c */
         nc_error err = {0};
         CU(cudaMemset(dy, 0xFF, ny * sizeof(float)));
         const int rc = nc_cuda_conv_forward(v, dy, dx, dk, with_bias ? db : NULL, B, C, H, W, M, K, stream, &err);
