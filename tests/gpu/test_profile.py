@@ -3,7 +3,7 @@
 The seeded 2017 model (one convolution layer) on the first 1000 test images in
 chunks of 250. With --conv-kernel 1 (the naive kernel, one launch per chunk)
 conv_forward_kernel1 must be listed once, demangled, tagged "[v1 naive]", with
-one call per chunk; with the default version, its kernels (conv_*) must be
+one call per chunk and one for the load-time warm-up; with the default version, its kernels (conv_*) must be
 tagged with it and called a whole number of times per chunk. Their total time
 must agree with eval's Op Time (CUDA events around the same launches) within
 MARGIN_REL of it plus MARGIN_ABS_S per launch. Each table's percentages must
@@ -27,7 +27,9 @@ import ncpy  # noqa: E402
 MARGIN_REL = 0.10
 MARGIN_ABS_S = 20e-6
 N, CHUNK = 1000, 250
-LAUNCHES = N // CHUNK
+# One pass per chunk, plus the cuda backend's warm-up pass of one image when the session is created (it keeps
+# lazy module loading out of the first timed layer, and the profile rightly shows it).
+LAUNCHES = N // CHUNK + 1
 
 exe = ncpy.nanoconv()
 backends = ncpy.run(["--version"]).stdout.split("backends:")[1].split()
