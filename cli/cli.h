@@ -23,7 +23,9 @@ int cmd_profile(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_init(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 int cmd_bench_gpu(int argc, char **argv);
+int cmd_train(int argc, char **argv);
 int cmd_import_mxnet(int argc, char **argv);
 
 /* What a command wraps around an evaluation (nanoconv profile): after a successful run, once the session is freed

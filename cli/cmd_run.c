@@ -78,7 +78,7 @@ static int run_option(run_args *a, int c, const char *arg) {
 static const char run_options_help[] =
     "  -m, --model FILE      model file (.safetensors; docs/MODEL_FORMAT.md)\n"
     "      --backend NAME    cpu-ref, cpu, cuda or cudnn, as built (nanoconv --version); default: %s\n"
-    "      --conv-kernel V   convolution kernel version (GPU backends; 0 = the backend's choice)\n"
+    "      --conv-kernel V   convolution kernel version (cuda: 1..8, cpu: 1 direct, 2 implicit GEMM; 0 = default)\n"
     "      --threads T       CPU threads (default: OpenMP's, i.e. OMP_NUM_THREADS or all cores)\n"
     "      --chunk B         images per chunk (default: the backend's choice)\n"
     "      --device D        GPU index\n"

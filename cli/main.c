@@ -17,7 +17,9 @@ static const struct {
     {"predict", cmd_predict, "predict the class of each image of an IDX file"},
     {"info", cmd_info, "summarise a model file, one line per layer"},
     {"init", cmd_init, "write a model of a given architecture with seeded random weights"},
+    {"bench", cmd_bench, "time each layer and the whole network; GFLOP/s and share of peak"},
     {"bench-gpu", cmd_bench_gpu, "every GPU conv kernel version and cuDNN against the machine's floors"},
+    {"train", cmd_train, "train a model on the CPU on the training images; write it atomically"},
     {"import-mxnet", cmd_import_mxnet, "convert an MXNet model (NAME-symbol.json, NAME-EPOCH.params) to a model file"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

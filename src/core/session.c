@@ -8,9 +8,7 @@
 /* Backends in the order `nanoconv --version` lists them; NULL where not built. */
 static const nc_backend *const backends[] = {
     &nc_backend_cpu_ref,
-#ifdef NC_HAVE_CPU_FAST
     &nc_backend_cpu,
-#endif
 #ifdef NC_HAVE_CUDA
     &nc_backend_cuda,
 #endif
