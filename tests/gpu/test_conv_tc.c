@@ -27,57 +27,10 @@ int main(void) {
 #include "cuda/cuda_layers.h"
 #include "nc_test.h"
 
-static cudaStream_t stream;
-static uint64_t rng = 0x9E3779B97F4A7C15ull;
+#define GPU_TEST_SEED 0x9E3779B97F4A7C15ull
+#include "gpu/gpu_test.h"
+
 static double worst_conv[9], worst_dense[3]; /* by version (7, 8) and precision: the largest |gpu - ref| / S */
-
-static uint32_t next_u32(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (uint32_t)(rng >> 32);
-}
-static int rand_int(int lo, int hi) {
-    return lo + (int)(next_u32() % (uint32_t)(hi - lo + 1));
-}
-static float rand_float(float lo, float hi) {
-    return lo + (hi - lo) * (float)(next_u32() >> 8) / 16777216.0f;
-}
-static void fill(float *x, size_t n, float lo, float hi) {
-    for (size_t i = 0; i < n; i++) x[i] = rand_float(lo, hi);
-}
-
-#define CU(call)                                                                                                       \
-    do {                                                                                                               \
-        cudaError_t e_ = (call);                                                                                       \
-        if (e_ != cudaSuccess) {                                                                                       \
-            fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));              \
-            exit(1);                                                                                                   \
-        }                                                                                                              \
-    } while (0)
-
-static void *xmalloc(size_t n) {
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "out of host memory (%zu bytes)\n", n);
-        exit(1);
-    }
-    return p;
-}
-
-static void *dev_from(const void *h, size_t bytes) {
-    void *d;
-    CU(cudaMalloc(&d, bytes ? bytes : 1));
-    CU(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
-    return d;
-}
-
-static float *host_from(const float *d, size_t n) {
-    float *h = xmalloc(n * sizeof(float));
-    CU(cudaStreamSynchronize(stream));
-    CU(cudaMemcpy(h, d, n * sizeof(float), cudaMemcpyDeviceToHost));
-    return h;
-}
 
 /* out against ref within tol * S + 1e-5 (1 + |ref|); keeps the largest error / S in *track (where not NULL). */
 static void compare(const char *what, double *track, const float *out, const float *ref, const float *S, size_t n,

@@ -31,50 +31,11 @@ int main(void) {
 #include "cuda/cuda_layers.h"
 #include "nc_test.h"
 
-static cudaStream_t stream;
-static uint64_t rng = 0x9E3779B97F4A7C15ull;
+#define GPU_TEST_SEED 0x9E3779B97F4A7C15ull
+#include "gpu/gpu_test.h"
 
-static uint32_t next_u32(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (uint32_t)(rng >> 32);
-}
-static int rand_int(int lo, int hi) {
-    return lo + (int)(next_u32() % (uint32_t)(hi - lo + 1));
-}
-static float rand_float(float lo, float hi) {
-    return lo + (hi - lo) * (float)(next_u32() >> 8) / 16777216.0f;
-}
-static void fill(float *x, size_t n, float lo, float hi) {
-    for (size_t i = 0; i < n; i++) x[i] = rand_float(lo, hi);
-}
-
-/* A failing CUDA call in the harness itself ends the test: nothing after it would mean anything. */
-#define CU(call)                                                                                                       \
-    do {                                                                                                               \
-        cudaError_t e_ = (call);                                                                                       \
-        if (e_ != cudaSuccess) {                                                                                       \
-            fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));              \
-            exit(1);                                                                                                   \
-        }                                                                                                              \
-    } while (0)
-
-static void *xmalloc(size_t n) {
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "out of host memory (%zu bytes)\n", n);
-        exit(1);
-    }
-    return p;
-}
-
-static float *dev_from(const float *h, size_t n) {
-    float *d;
-    CU(cudaMalloc((void **)&d, (n ? n : 1) * sizeof(float)));
-    CU(cudaMemcpy(d, h, n * sizeof(float), cudaMemcpyHostToDevice));
-    return d;
-}
+/* A device copy of n floats. */
+static float *dev_floats(const float *h, size_t n) { return dev_from(h, n * sizeof(float)); }
 
 /* A device buffer of n floats, every one NaN (all bits set). */
 static float *dev_poisoned(size_t n) {
@@ -84,12 +45,6 @@ static float *dev_poisoned(size_t n) {
     return d;
 }
 
-static float *host_from(const float *d, size_t n) {
-    float *h = xmalloc(n * sizeof(float));
-    CU(cudaStreamSynchronize(stream));
-    CU(cudaMemcpy(h, d, n * sizeof(float), cudaMemcpyDeviceToHost));
-    return h;
-}
 
 /* Compares n outputs with the reference; prints the first mismatches and the largest error. */
 static void compare(const char *what, const float *out, const float *ref, size_t n, double atol, double rtol) {
@@ -121,7 +76,7 @@ static void test_conv_case(int B, int C, int H, int W, int M, int K, int with_bi
     fill(k, nk, -bound, bound);
     fill(bias, M, -1.0f, 1.0f);
     nc_ref_conv(ref, x, k, with_bias ? bias : NULL, B, C, H, W, M, K);
-    float *dx = dev_from(x, nx), *dk = dev_from(k, nk), *db = dev_from(bias, M), *dy = dev_poisoned(ny);
+    float *dx = dev_floats(x, nx), *dk = dev_floats(k, nk), *db = dev_floats(bias, M), *dy = dev_poisoned(ny);
     /* Version 1 here; tests/gpu/test_conv_ladder.c checks versions 2 and up the same way. */
     for (int v = 1; v <= 1; v++) {
         nc_error err = {0};
@@ -164,7 +119,7 @@ static void test_activations(void) {
     float *x = xmalloc(n * sizeof(float)), *ref = xmalloc(n * sizeof(float));
     fill(x, n, -10.0f, 10.0f);
     x[0] = 0.0f, x[1] = -0.0f, x[2] = 50.0f, x[3] = -50.0f;
-    float *dx = dev_from(x, n), *dy = dev_poisoned(n);
+    float *dx = dev_floats(x, n), *dy = dev_poisoned(n);
     for (int i = 0; i < 3; i++) {
         nc_error err = {0};
         if (kinds[i] == NC_TANH) nc_ref_tanh(ref, x, n);
@@ -176,7 +131,7 @@ static void test_activations(void) {
         compare(names[i], y, ref, n, kinds[i] == NC_RELU ? 0.0 : 1e-6, kinds[i] == NC_RELU ? 0.0 : 1e-6);
         free(y);
         /* In place. */
-        float *dz = dev_from(x, n);
+        float *dz = dev_floats(x, n);
         check_rc(nc_cuda_activation_forward(kinds[i], dz, dz, n, stream, &err), &err, names[i]);
         y = host_from(dz, n);
         compare(names[i], y, ref, n, kinds[i] == NC_RELU ? 0.0 : 1e-6, kinds[i] == NC_RELU ? 0.0 : 1e-6);
@@ -200,7 +155,7 @@ static void test_pool_case(nc_layer_kind kind, int B, int C, int H, int W, int P
         nc_ref_maxpool(ref, x, B, C, H, W, P, S);
     else
         nc_ref_avgpool(ref, x, B, C, H, W, P, S);
-    float *dx = dev_from(x, nx), *dy = dev_poisoned(ny);
+    float *dx = dev_floats(x, nx), *dy = dev_poisoned(ny);
     nc_error err = {0};
     check_rc(nc_cuda_pool_forward(kind, dy, dx, B, C, H, W, P, S, stream, &err), &err, "pool");
     float *y = host_from(dy, ny);
@@ -238,7 +193,7 @@ static void test_dense_case(int B, int IN, int OUT, int with_bias) {
     fill(w, nw, -bound, bound);
     fill(b, OUT, -1.0f, 1.0f);
     nc_ref_dense(ref, x, w, with_bias ? b : NULL, B, IN, OUT);
-    float *dx = dev_from(x, nx), *dw = dev_from(w, nw), *db = dev_from(b, OUT), *dy = dev_poisoned(ny);
+    float *dx = dev_floats(x, nx), *dw = dev_floats(w, nw), *db = dev_floats(b, OUT), *dy = dev_poisoned(ny);
     nc_error err = {0};
     check_rc(nc_cuda_dense_forward(dy, dx, dw, with_bias ? db : NULL, B, IN, OUT, stream, &err), &err, "dense");
     float *y = host_from(dy, ny);
@@ -274,7 +229,7 @@ static void test_softmax_argmax(void) {
     x[N + 3] = x[N + 7] = 100.0f;
     x[2 * N + 9] = 1e4f;
     nc_ref_softmax(ref, x, B, N);
-    float *dx = dev_from(x, n), *dy = dev_poisoned(n);
+    float *dx = dev_floats(x, n), *dy = dev_poisoned(n);
     nc_error err = {0};
     check_rc(nc_cuda_softmax_forward(dy, dx, B, N, stream, &err), &err, "softmax");
     float *y = host_from(dy, n);

@@ -1,0 +1,65 @@
+/* The GPU tests' shared harness: a seeded random stream, CUDA checks that end the test (nothing after a failed
+ * harness call would mean anything), and copies between host and device. Include after nc_test.h, with
+ * GPU_TEST_SEED defined to pick the test's own random stream. */
+#ifndef NC_GPU_TEST_H
+#define NC_GPU_TEST_H
+
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static cudaStream_t stream;
+static uint64_t rng = GPU_TEST_SEED;
+
+static uint32_t next_u32(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng >> 32);
+}
+static int rand_int(int lo, int hi) {
+    return lo + (int)(next_u32() % (uint32_t)(hi - lo + 1));
+}
+static float rand_float(float lo, float hi) {
+    return lo + (hi - lo) * (float)(next_u32() >> 8) / 16777216.0f;
+}
+static void fill(float *x, size_t n, float lo, float hi) {
+    for (size_t i = 0; i < n; i++) x[i] = rand_float(lo, hi);
+}
+
+#define CU(call)                                                                                                       \
+    do {                                                                                                               \
+        cudaError_t e_ = (call);                                                                                       \
+        if (e_ != cudaSuccess) {                                                                                       \
+            fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));              \
+            exit(1);                                                                                                   \
+        }                                                                                                              \
+    } while (0)
+
+static void *xmalloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "out of host memory (%zu bytes)\n", n);
+        exit(1);
+    }
+    return p;
+}
+
+/* A device copy of `bytes` bytes of h. */
+static void *dev_from(const void *h, size_t bytes) {
+    void *d;
+    CU(cudaMalloc(&d, bytes ? bytes : 1));
+    CU(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
+    return d;
+}
+
+/* A host copy of n floats of d, once the stream's work is done. */
+static float *host_from(const float *d, size_t n) {
+    float *h = xmalloc(n * sizeof(float));
+    CU(cudaStreamSynchronize(stream));
+    CU(cudaMemcpy(h, d, n * sizeof(float), cudaMemcpyDeviceToHost));
+    return h;
+}
+
+#endif
