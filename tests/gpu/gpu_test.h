@@ -1,10 +1,11 @@
 /* The GPU tests' shared harness: a seeded random stream, CUDA checks that end the test (nothing after a failed
- * harness call would mean anything), and copies between host and device. Include after nc_test.h, with
- * GPU_TEST_SEED defined to pick the test's own random stream. */
+ * harness call would mean anything), copies between host and device, and the comparisons. Include after
+ * nc_test.h, with GPU_TEST_SEED defined to pick the test's own random stream. */
 #ifndef NC_GPU_TEST_H
 #define NC_GPU_TEST_H
 
 #include <cuda_runtime_api.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +61,28 @@ static float *host_from(const float *d, size_t n) {
     CU(cudaStreamSynchronize(stream));
     CU(cudaMemcpy(h, d, n * sizeof(float), cudaMemcpyDeviceToHost));
     return h;
+}
+
+/* out against ref, elementwise within atol + rtol |ref| (NaN never passes): one CHECK, the first misses printed. */
+static inline void check_close(const char *what, const float *out, const float *ref, size_t n, double atol,
+                               double rtol) {
+    size_t bad = 0;
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const double d = fabs((double)out[i] - (double)ref[i]);
+        const int ok = d <= atol + rtol * fabs((double)ref[i]); /* false for NaN */
+        if (!ok && bad++ < 5) fprintf(stderr, "  %s: [%zu] gpu %.9g, ref %.9g\n", what, i, out[i], ref[i]);
+        if (d > worst || d != d) worst = d;
+    }
+    if (bad)
+        fprintf(stderr, "%s: %zu of %zu outside %g + %g|ref| (largest error %g)\n", what, bad, n, atol, rtol, worst);
+    CHECK(bad == 0);
+}
+
+/* A library call that must succeed: one CHECK, its message printed if it did not. */
+static inline void check_rc(int rc, const nc_error *err, const char *what) {
+    if (rc) fprintf(stderr, "%s: %s\n", what, err->msg);
+    CHECK(rc == NC_OK);
 }
 
 #endif

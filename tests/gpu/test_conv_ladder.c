@@ -31,25 +31,6 @@ int main(void) {
 #include "gpu/gpu_test.h"
 
 
-static void compare(const char *what, const float *out, const float *ref, size_t n, double atol, double rtol) {
-    size_t bad = 0;
-    double worst = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        const double d = fabs((double)out[i] - (double)ref[i]);
-        const int ok = d <= atol + rtol * fabs((double)ref[i]); /* false for NaN */
-        if (!ok && bad++ < 5) fprintf(stderr, "  %s: [%zu] gpu %.9g, ref %.9g\n", what, i, out[i], ref[i]);
-        if (d > worst || d != d) worst = d;
-    }
-    if (bad)
-        fprintf(stderr, "%s: %zu of %zu outside %g + %g|ref| (largest error %g)\n", what, bad, n, atol, rtol, worst);
-    CHECK(bad == 0);
-}
-
-static void check_rc(int rc, const nc_error *err, const char *what) {
-    if (rc) fprintf(stderr, "%s: %s\n", what, err->msg);
-    CHECK(rc == NC_OK);
-}
-
 /* Every version on one shape; versions that do not take the shape must say so with NC_ERR_ARG. */
 static void test_case(int B, int C, int H, int W, int M, int K, int with_bias) {
     const int Ho = H - K + 1, Wo = W - K + 1;
@@ -79,7 +60,7 @@ static void test_case(int B, int C, int H, int W, int M, int K, int with_bias) {
         }
         check_rc(rc, &err, what);
         float *y = host_from(dy, ny);
-        compare(what, y, ref, ny, 1e-4, 1e-4);
+        check_close(what, y, ref, ny, 1e-4, 1e-4);
         free(y);
     }
     CU(cudaFree(dx));
@@ -139,7 +120,7 @@ static void test_fused_case(int B, int C, int H, int W, int M, int K, int with_b
              &err, what);
     float *y = host_from(dy, ny);
     /* Raw pixels make outputs up to ~255 x sqrt(C*K*K) before the activation: the same relative tolerance. */
-    compare(what, y, ref, ny, 1e-4, 1e-4);
+    check_close(what, y, ref, ny, 1e-4, 1e-4);
     free(y);
     CU(cudaFree(dx));
     CU(cudaFree(dk));

@@ -47,25 +47,6 @@ static float *dev_poisoned(size_t n) {
 
 
 /* Compares n outputs with the reference; prints the first mismatches and the largest error. */
-static void compare(const char *what, const float *out, const float *ref, size_t n, double atol, double rtol) {
-    size_t bad = 0;
-    double worst = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        const double d = fabs((double)out[i] - (double)ref[i]);
-        const int ok = d <= atol + rtol * fabs((double)ref[i]); /* false for NaN */
-        if (!ok && bad++ < 5) fprintf(stderr, "  %s: [%zu] gpu %.9g, ref %.9g\n", what, i, out[i], ref[i]);
-        if (d > worst || d != d) worst = d;
-    }
-    if (bad)
-        fprintf(stderr, "%s: %zu of %zu outside %g + %g|ref| (largest error %g)\n", what, bad, n, atol, rtol, worst);
-    CHECK(bad == 0);
-}
-
-static void check_rc(int rc, const nc_error *err, const char *what) {
-    if (rc) fprintf(stderr, "%s: %s\n", what, err->msg);
-    CHECK(rc == NC_OK);
-}
-
 static void test_conv_case(int B, int C, int H, int W, int M, int K, int with_bias) {
     const int Ho = H - K + 1, Wo = W - K + 1;
     const size_t nx = (size_t)B * C * H * W, nk = (size_t)M * C * K * K, ny = (size_t)B * M * Ho * Wo;
@@ -87,7 +68,7 @@ static void test_conv_case(int B, int C, int H, int W, int M, int K, int with_bi
         char what[128];
         snprintf(what, sizeof what, "conv v%d B%d C%d H%d W%d M%d K%d%s", v, B, C, H, W, M, K,
                  with_bias ? " bias" : "");
-        compare(what, y, ref, ny, 1e-4, 1e-4);
+        check_close(what, y, ref, ny, 1e-4, 1e-4);
         free(y);
     }
     CU(cudaFree(dx));
@@ -128,13 +109,13 @@ static void test_activations(void) {
         CU(cudaMemset(dy, 0xFF, n * sizeof(float)));
         check_rc(nc_cuda_activation_forward(kinds[i], dy, dx, n, stream, &err), &err, names[i]);
         float *y = host_from(dy, n);
-        compare(names[i], y, ref, n, kinds[i] == NC_RELU ? 0.0 : 1e-6, kinds[i] == NC_RELU ? 0.0 : 1e-6);
+        check_close(names[i], y, ref, n, kinds[i] == NC_RELU ? 0.0 : 1e-6, kinds[i] == NC_RELU ? 0.0 : 1e-6);
         free(y);
         /* In place. */
         float *dz = dev_floats(x, n);
         check_rc(nc_cuda_activation_forward(kinds[i], dz, dz, n, stream, &err), &err, names[i]);
         y = host_from(dz, n);
-        compare(names[i], y, ref, n, kinds[i] == NC_RELU ? 0.0 : 1e-6, kinds[i] == NC_RELU ? 0.0 : 1e-6);
+        check_close(names[i], y, ref, n, kinds[i] == NC_RELU ? 0.0 : 1e-6, kinds[i] == NC_RELU ? 0.0 : 1e-6);
         free(y);
         CU(cudaFree(dz));
     }
@@ -162,7 +143,7 @@ static void test_pool_case(nc_layer_kind kind, int B, int C, int H, int W, int P
     char what[128];
     snprintf(what, sizeof what, "%s B%d C%d H%d W%d P%d S%d", kind == NC_MAXPOOL ? "maxpool" : "avgpool", B, C, H, W, P,
              S);
-    compare(what, y, ref, ny, 0.0, 0.0);
+    check_close(what, y, ref, ny, 0.0, 0.0);
     free(y);
     CU(cudaFree(dx));
     CU(cudaFree(dy));
@@ -199,7 +180,7 @@ static void test_dense_case(int B, int IN, int OUT, int with_bias) {
     float *y = host_from(dy, ny);
     char what[96];
     snprintf(what, sizeof what, "dense B%d IN%d OUT%d%s", B, IN, OUT, with_bias ? " bias" : "");
-    compare(what, y, ref, ny, 1e-4, 1e-4);
+    check_close(what, y, ref, ny, 1e-4, 1e-4);
     free(y);
     CU(cudaFree(dx));
     CU(cudaFree(dw));
@@ -233,7 +214,7 @@ static void test_softmax_argmax(void) {
     nc_error err = {0};
     check_rc(nc_cuda_softmax_forward(dy, dx, B, N, stream, &err), &err, "softmax");
     float *y = host_from(dy, n);
-    compare("softmax", y, ref, n, 1e-6, 1e-5);
+    check_close("softmax", y, ref, n, 1e-6, 1e-5);
     free(y);
 
     int *pref = xmalloc(B * sizeof(int)), *pred = xmalloc(B * sizeof(int)), *dp;
@@ -351,7 +332,7 @@ static void test_backends(void) {
         for (int i = 0; i < n; i++) same += pred[i] == pref[i];
         if (same != n) fprintf(stderr, "%s: %d of %d predictions differ from cpu-ref\n", backends[bi], n - same, n);
         CHECK(same == n);
-        compare(backends[bi], logits, lref, (size_t)n * classes, 1e-5, 1e-4);
+        check_close(backends[bi], logits, lref, (size_t)n * classes, 1e-5, 1e-4);
         CHECK(t.n_conv == 3);
         CHECK(t.conv_s[0] > 0.0 && t.conv_s[1] > 0.0 && t.conv_s[2] > 0.0);
         /* A second run on the same plan, with n not a multiple of anything. */
