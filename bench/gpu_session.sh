@@ -1,7 +1,8 @@
 #!/bin/bash
-# One call on the GPU machine (the `run` tool): the ladder test and the GPU suite, then the GPU benchmark on the
-# zoo (models/*.safetensors, or seeded models of the six course architectures where the zoo is not there yet) at
-# N = 100, 1000, 10000, every version's predictions against cpu-ref on all 10000 test images, and the plot.
+# One call on the GPU machine (the `run` tool): the ladder test and the GPU suite, then the GPU benchmark
+# (`nanoconv bench --backend cuda`) on the zoo (models/*.safetensors, or seeded models of the six course
+# architectures where the zoo is not there yet) at N = 100, 1000, 10000 with the tensor-core tunings swept, every
+# version's predictions against cpu-ref on all 10000 test images, and the plot.
 # Everything goes under $OUT (at most 8 files come back); a short table is printed last.
 #
 # The build dir and the whole data set are over the 64 MiB a call carries, so what it needs is copied into one
@@ -17,13 +18,19 @@ set -u
 B=${BUILD:-.ladder}
 OUT=${OUT:-/tmp/nanoconv-out}
 mkdir -p "$OUT"
-export LD_LIBRARY_PATH=$PWD/$B/lib:${LD_LIBRARY_PATH:-} NANOCONV_DATA=$PWD/$B/data
-BIN=$B
+BIN=$PWD/$B
 if ls "$B"/*.gz >/dev/null 2>&1; then
     BIN=/tmp/nc-bin
     mkdir -p $BIN
-    for f in "$B"/*.gz; do gunzip -c "$f" >"$BIN/$(basename "$f" .gz)" && chmod +x "$BIN/$(basename "$f" .gz)"; done
+    for f in "$B"/*; do
+        case $f in
+        *.gz) gunzip -c "$f" >"$BIN/$(basename "$f" .gz)" && chmod +x "$BIN/$(basename "$f" .gz)" ;;
+        *) [ -f "$f" ] && cp "$f" $BIN/ ;;
+        esac
+    done
 fi
+# $BIN also holds libnanoconv.so where the bundle comes from a -DBUILD_SHARED_LIBS=ON build.
+export LD_LIBRARY_PATH=$BIN:$PWD/$B/lib:${LD_LIBRARY_PATH:-} NANOCONV_DATA=$PWD/$B/data
 NC=$BIN/nanoconv
 # At most 8 files come back: the session's logs go into one.
 LOG=$OUT/session.log
@@ -66,19 +73,24 @@ ARGS=()
 for m in "${MODELS[@]}"; do ARGS+=(-m "$m"); done
 
 t0=$SECONDS
-"$NC" bench-gpu "${ARGS[@]}" -n 100,1000,10000 --reps 20 --json "$OUT/bench_gpu.json" >"$OUT/bench_gpu.log" 2>&1
+"$NC" bench --backend cuda "${ARGS[@]}" -n 100,1000,10000 --reps 20 --sweep --json "$OUT/bench_gpu.json" \
+    >"$OUT/bench_gpu.log" 2>&1
 echo "bench: exit $?, $((SECONDS - t0)) s" | tee -a "$LOG"
 t0=$SECONDS
-"$NC" bench-gpu "${ARGS[@]}" --check-only 10000 --json "$OUT/check_gpu.json" >"$OUT/check_gpu.log" 2>&1
+"$NC" bench --backend cuda "${ARGS[@]}" --check-only 10000 --json "$OUT/check_gpu.json" >"$OUT/check_gpu.log" 2>&1
 echo "check: exit $?, $((SECONDS - t0)) s" | tee -a "$LOG"
 python3 bench/plot_ladder.py "$OUT/bench_gpu.json" "$OUT/ladder.svg" "$OUT/ladder.png" >>"$LOG" 2>&1
 
 echo "== short table (N = 10000)"
 head -3 "$LOG" | tail -2
-grep -E '^(GPU|floors)' "$OUT/bench_gpu.log"
-grep -E '^\S.* 10000  ' "$OUT/bench_gpu.log" | grep -vE 'v1 naive|v2 tiled|v3 ' | cut -c1-118
-grep -E 'differing' "$OUT/check_gpu.log" | grep -v tf32 |
+grep -E '^(GPU|floors|conv versions)' "$OUT/bench_gpu.log"
+# Layer, dense and network lines at N = 10000 (not the slow first rungs, nor the sweep: see fastest below).
+grep -E '^\S.* 10000  ' "$OUT/bench_gpu.log" | grep -vE 'v1 naive|v2 tiled|v3 |sweep v' | cut -c1-150
+grep -E ' 10000  sweep v.*fastest' "$OUT/bench_gpu.log" | cut -c1-150
+# Exact versions print no "correctness loss"; the others do, with their precision.
+grep -E 'differing' "$OUT/check_gpu.log" | grep -v 'correctness loss' | sed 's/ *FAILED$//' |
     awk '{s += $NF} END {print "predictions differing from cpu-ref, exact versions, all models:", s}'
-grep -E 'differing.*tf32' "$OUT/check_gpu.log" | cut -c1-30,39-
+grep -E 'differing.*correctness loss' "$OUT/check_gpu.log" | cut -c1-30,39-
+grep -E 'not run|not taken|FAILED' "$OUT/bench_gpu.log" "$OUT/check_gpu.log" | head -10
 grep -E 'largest' "$LOG"
 grep -E 'FAILED|CHECK failed|outside' "$LOG" | head -5

@@ -20,15 +20,32 @@ typedef struct {
     int json;
 } run_args;
 
-enum { OPT_BACKEND = 1000, OPT_CONV_KERNEL, OPT_THREADS, OPT_JSON, OPT_DATA, OPT_SPLIT, OPT_IMAGES, OPT_LABELS,
-       OPT_LOGITS, OPT_CHUNK, OPT_DEVICE, OPT_NAME, OPT_INPUT, OPT_LAYERS, OPT_SEED, OPT_PRECISION };
+enum {
+    OPT_BACKEND = 1000,
+    OPT_CONV_KERNEL,
+    OPT_THREADS,
+    OPT_JSON,
+    OPT_DATA,
+    OPT_SPLIT,
+    OPT_IMAGES,
+    OPT_LABELS,
+    OPT_LOGITS,
+    OPT_CHUNK,
+    OPT_DEVICE,
+    OPT_NAME,
+    OPT_INPUT,
+    OPT_LAYERS,
+    OPT_SEED,
+    OPT_PRECISION
+};
 
-#define RUN_LONG_OPTIONS                                                                                            \
-    {"model", required_argument, 0, 'm'}, {"backend", required_argument, 0, OPT_BACKEND},                           \
-        {"conv-kernel", required_argument, 0, OPT_CONV_KERNEL}, {"threads", required_argument, 0, OPT_THREADS},     \
-        {"chunk", required_argument, 0, OPT_CHUNK}, {"device", required_argument, 0, OPT_DEVICE},                   \
-        {"json", no_argument, 0, OPT_JSON}, {"precision", required_argument, 0, OPT_PRECISION},                     \
-        {"help", no_argument, 0, 'h'}
+#define RUN_LONG_OPTIONS                                                                                               \
+    {"model", required_argument, 0, 'm'}, {"backend", required_argument, 0, OPT_BACKEND},                              \
+        {"conv-kernel", required_argument, 0, OPT_CONV_KERNEL}, {"threads", required_argument, 0, OPT_THREADS},        \
+        {"chunk", required_argument, 0, OPT_CHUNK}, {"device", required_argument, 0, OPT_DEVICE},                      \
+        {"json", no_argument, 0, OPT_JSON}, {"precision", required_argument, 0, OPT_PRECISION}, {                      \
+        "help", no_argument, 0, 'h'                                                                                    \
+    }
 
 /* The backend a plain run uses: the fastest one built. */
 static const char *default_backend(void) {
@@ -62,13 +79,13 @@ static int run_option(run_args *a, int c, const char *arg) {
         a->opts.device = (int)v;
         return 1;
     case OPT_PRECISION: {
-        static const char *const names[] = {"fp32", "tf32", "3xtf32"};
-        for (int i = 0; i < 3; i++)
+        static const char *const names[] = {"fp32", "tf32", "3xtf32", "fp16", "bf16"}; /* NC_PRECISION_* order */
+        for (int i = 0; i < 5; i++)
             if (!strcmp(arg, names[i])) {
                 a->opts.precision = i;
                 return 1;
             }
-        cli_usage_error("--precision takes fp32, tf32 or 3xtf32, not '%s'", arg);
+        cli_usage_error("--precision takes fp32, tf32, 3xtf32, fp16 or bf16, not '%s'", arg);
         return -1;
     }
     }
@@ -78,12 +95,14 @@ static int run_option(run_args *a, int c, const char *arg) {
 static const char run_options_help[] =
     "  -m, --model FILE      model file (.safetensors; docs/MODEL_FORMAT.md)\n"
     "      --backend NAME    cpu-ref, cpu, cuda or cudnn, as built (nanoconv --version); default: %s\n"
-    "      --conv-kernel V   convolution kernel version (cuda: 1..8, cpu: 1 direct, 2 implicit GEMM; 0 = default)\n"
+    "      --conv-kernel V   convolution kernel version (cuda: 1..10, cpu: 1 direct, 2 implicit GEMM); 0, the\n"
+    "                        default: cuda the fastest exact version for each layer shape (measured once on this\n"
+    "                        GPU and cached, $NANOCONV_CACHE_DIR or ~/.cache/nanoconv), cpu by a cost model\n"
     "      --threads T       CPU threads (default: OpenMP's, i.e. OMP_NUM_THREADS or all cores)\n"
     "      --chunk B         images per chunk (default: the backend's choice)\n"
     "      --device D        GPU index\n"
-    "      --precision P     cuda backend: fp32 (exact, default), tf32 (tensor cores, reduced precision) or\n"
-    "                        3xtf32 (tensor cores, near-exact)\n"
+    "      --precision P     cuda backend: fp32 (exact, default); on the tensor cores, opt-in: tf32, fp16 or\n"
+    "                        bf16 (reduced precision) or 3xtf32 (near-exact)\n"
     "      --json            print the results as one JSON object\n";
 
 /* Loads the model and opens a session on it; prints the course's "Loading model... done" unless quiet. */
@@ -132,7 +151,9 @@ static void print_json(cJSON *o) {
     cJSON_Delete(o);
 }
 
-int cmd_eval(int argc, char **argv) { return eval_main(argc, argv, NULL); }
+int cmd_eval(int argc, char **argv) {
+    return eval_main(argc, argv, NULL);
+}
 
 int eval_main(int argc, char **argv, const eval_hook *hook) {
     static const struct option longopts[] = {RUN_LONG_OPTIONS,
@@ -233,8 +254,10 @@ static int write_floats_atomic(const char *path, const float *x, size_t n, nc_er
     if (fd < 0) return nc_fail(err, NC_ERR_IO, "%s: cannot create a temporary file beside it", path);
     FILE *f = fdopen(fd, "wb");
     int ok = f && fwrite(x, sizeof(float), n, f) == n;
-    if (f) ok = (fclose(f) == 0) && ok;
-    else close(fd);
+    if (f)
+        ok = (fclose(f) == 0) && ok;
+    else
+        close(fd);
     if (!ok || rename(tmp, path) != 0) {
         remove(tmp);
         return nc_fail(err, NC_ERR_IO, "%s: could not be written", path);
@@ -372,7 +395,8 @@ int cmd_init(int argc, char **argv) {
         default: return EXIT_USAGE;
         }
     }
-    if (!name || !input || !layers || !out) return cli_usage_error("init: --name, --input, --layers and -o are required");
+    if (!name || !input || !layers || !out)
+        return cli_usage_error("init: --name, --input, --layers and -o are required");
     nc_error err = {0};
     nc_model *m = NULL;
     if (nc_model_build(&m, name, input, layers, &err)) return cli_fail(&err);

@@ -17,8 +17,8 @@ static const struct {
     {"predict", cmd_predict, "predict the class of each image of an IDX file"},
     {"info", cmd_info, "summarise a model file, one line per layer"},
     {"init", cmd_init, "write a model of a given architecture with seeded random weights"},
-    {"bench", cmd_bench, "time each layer and the whole network; GFLOP/s and share of peak"},
-    {"bench-gpu", cmd_bench_gpu, "every GPU conv kernel version and cuDNN against the machine's floors"},
+    {"bench", cmd_bench, "time a model or a --shape layer: every kernel against cuDNN and the floors measured now"},
+    {"bench-gpu", cmd_bench_gpu, "bench with --backend cuda (the older name)"},
     {"train", cmd_train, "train a model on the CPU on the training images; write it atomically"},
     {"import-mxnet", cmd_import_mxnet, "convert an MXNet model (NAME-symbol.json, NAME-EPOCH.params) to a model file"},
 };

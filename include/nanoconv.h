@@ -107,11 +107,12 @@ typedef struct nc_timing {
 /* Options a backend may honour. Zero-initialise and set what you need. */
 typedef struct nc_run_opts {
     int threads;         /* CPU threads; 0 = OpenMP's default */
-    int conv_kernel;     /* GPU convolution kernel version; 0 = the backend's default */
+    int conv_kernel;     /* convolution kernel version; 0 = the backend's default (cuda: the fastest exact version
+                            for each layer shape, measured once and cached) */
     int device;          /* GPU index */
     size_t chunk;        /* images per chunk; 0 = the backend chooses */
-    int precision;       /* cuda backend: 0 fp32 (exact, default), 1 tf32 (tensor cores, reduced precision),
-                            2 3xtf32 (tensor cores, near-exact); --precision; other backends ignore it */
+    int precision;       /* cuda backend: 0 fp32 (exact, default); on the tensor cores: 1 tf32, 3 fp16, 4 bf16
+                            (reduced precision), 2 3xtf32 (near-exact); --precision; other backends ignore it */
 } nc_run_opts;
 
 typedef struct nc_session nc_session;

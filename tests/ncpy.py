@@ -25,6 +25,26 @@ def nanoconv():
     return exe
 
 
+def backends():
+    """The backends `nanoconv --version` lists."""
+    out = subprocess.run([nanoconv(), "--version"], capture_output=True, text=True).stdout
+    return out.split("backends:")[-1].split()
+
+
+def require_gpu():
+    """Skips (77), saying why, unless nanoconv has the cuda backend and nvidia-smi lists a GPU; returns backends()."""
+    built = backends()
+    if "cuda" not in built:
+        skip(f"nanoconv was built without the cuda backend (backends: {' '.join(built)})")
+    try:
+        gpu = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
+        if gpu.returncode != 0 or "GPU" not in gpu.stdout:
+            skip(f"no GPU here (nvidia-smi -L: {gpu.stdout.strip() or gpu.stderr.strip()})")
+    except FileNotFoundError:
+        skip("no GPU here (no nvidia-smi)")
+    return built
+
+
 def data_dir():
     return os.environ.get("NANOCONV_DATA") or "/usr/share/datasets/fashion-mnist"
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU suite where the CMake build folder is not at hand (a copy of the tree on a GPU machine): the test
-# binaries and nanoconv from DIR (plain or gzipped), shared libraries the machine lacks in DIR/lib, the
-# Fashion-MNIST .gz files in DIR/data. Runs every GPU test, compute-sanitizer on the layer test, and the eval
+# binaries and nanoconv from DIR (plain or gzipped; from a -DBUILD_SHARED_LIBS=ON build, libnanoconv.so beside
+# them, which keeps the bundle small), shared libraries the machine lacks in DIR/lib, the Fashion-MNIST .gz files
+# in DIR/data. Runs every GPU test, compute-sanitizer on the layer test, and the eval
 # lines of the default model on both GPU backends; logs go under OUT; the summary line closes the output.
 #   tools/gpu_suite.sh DIR [OUT]
 set -u
@@ -16,7 +17,7 @@ for f in "$D"/*; do
     *) [ -f "$f" ] && cp "$f" $BIN/ ;;
     esac
 done
-export LD_LIBRARY_PATH=$PWD/$D/lib:${LD_LIBRARY_PATH:-} NANOCONV_DATA=$PWD/$D/data NANOCONV=$BIN/nanoconv
+export LD_LIBRARY_PATH=$BIN:$PWD/$D/lib:${LD_LIBRARY_PATH:-} NANOCONV_DATA=$PWD/$D/data NANOCONV=$BIN/nanoconv
 export PYTHONDONTWRITEBYTECODE=1
 pass=0 fail=0
 LOG=$OUT/gpu_suite.log
@@ -25,23 +26,29 @@ LOG=$OUT/gpu_suite.log
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
     $NANOCONV --version
 } | tee "$LOG"
-run() { # name command...
+run() { # name command...   (each step at most STEP_TIMEOUT seconds, 300 by default: exit 124 past it)
     local t0=$SECONDS
-    "${@:2}" >"$OUT/$1.log" 2>&1
+    timeout "${STEP_TIMEOUT:-300}" "${@:2}" >"$OUT/$1.log" 2>&1
     local rc=$?
     if [ $rc -eq 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
     printf '%-28s exit %d  %4d s  %s\n' "$1" $rc $((SECONDS - t0)) "$(grep -E 'passed|SUMMARY|SKIP' "$OUT/$1.log" | tail -1)" |
         tee -a "$LOG"
 }
-for t in test_gpu_layers test_conv_ladder test_conv_tc; do
-    [ -x $BIN/$t ] && run $t $BIN/$t
+for t in $BIN/test_*; do
+    [ -x "$t" ] && run "$(basename "$t")" "$t"
 done
 for t in tests/gpu/test_*.py tests/e2e/test_mxnet_import.py; do
     run "$(basename "$t" .py)" python3 "$t"
 done
 if command -v compute-sanitizer >/dev/null; then
-    run memcheck compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 1 $BIN/test_gpu_layers
-    run racecheck compute-sanitizer --tool racecheck --report-api-errors no --error-exitcode 1 $BIN/test_gpu_layers
+    NC_GPU_TEST_QUICK=1 run memcheck compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 1 \
+        $BIN/test_gpu_layers
+    NC_GPU_TEST_QUICK=1 run racecheck compute-sanitizer --tool racecheck --report-api-errors no --error-exitcode 1 \
+        $BIN/test_gpu_layers
+    # The cp.async pipelines of the tensor-core kernels, on the dense test (the conv test's large batches would take
+    # many minutes under the tool).
+    [ -x $BIN/test_dense_tc ] &&
+        run memcheck-dense compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 1 $BIN/test_dense_tc
 fi
 M=models/fashion-2017-high.safetensors
 [ -f "$M" ] || M=$D/models/fashion-2017-high.safetensors
@@ -62,5 +69,12 @@ M=models/fashion-2017-high.safetensors
     done
 } >"$OUT/eval.log" 2>&1
 [ -f "$OUT/eval.log" ] && grep -E '^\$|Op Time|Correctness' "$OUT/eval.log" | head -40
+# Peak resident memory of eval at N = 10000 on every backend (issue 8: under 256 MB each).
+[ -f "$M" ] && [ -x /usr/bin/time ] && for b in cpu-ref cpu cuda cudnn; do
+    /usr/bin/time -v $NANOCONV eval --model $M -n 10000 --backend $b >"$OUT/rss-$b.log" 2>&1
+    rc=$?
+    printf 'peak RSS eval --backend %-8s %s kB (exit %d)\n' $b \
+        "$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$OUT/rss-$b.log")" $rc | tee -a "$LOG"
+done
 echo "gpu_suite: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -26,6 +26,10 @@
  * of weights; 128 is some 15% slower than 256), while the largest activation of the course's networks (24x27x27
  * floats) stays at 18 MB a buffer, 72 MB for two threads' two buffers. */
 #define CPU_CHUNK 256
+/* But all threads' activation buffers together stay within this many bytes: on a many-core machine 256 images a
+ * thread would take the resident memory past the 256 MB that `nanoconv eval` is held to (16 threads x 2 buffers x
+ * 256 images x 28.8 kB = 236 MB for the 2017 network); there the chunk shrinks, to no fewer than 2V images. */
+#define CPU_ACT_BUDGET ((size_t)128 << 20)
 
 typedef enum { OP_INPUT, OP_CONV, OP_ACT, OP_POOL, OP_DENSE, OP_SOFTMAX } op_kind;
 
@@ -290,6 +294,11 @@ static int cpu_create(void **out, const nc_model *m, const nc_run_opts *opts, nc
     if (rc) {
         free(p);
         return rc;
+    }
+    if (!opts->chunk) { /* an explicit --chunk is taken as asked */
+        const size_t per_image = (size_t)p->threads * 2 * p->act_floats * sizeof(float);
+        const size_t fit = CPU_ACT_BUDGET / per_image / (size_t)unit * (size_t)unit;
+        if (fit < (size_t)p->chunk) p->chunk = fit > (size_t)unit ? (int)fit : unit;
     }
     size_t band = 1;
     for (int o = 0; o < p->n_ops; o++)

@@ -3,8 +3,10 @@
  * The uint8 images go to the device once per chunk and are resized and scaled
  * there; activations stay on the device between layers (two ping-pong
  * buffers, flatten costs nothing); only the predictions (and the logits when
- * asked) come back. The convolution runs the kernel version chosen with
- * --conv-kernel (conv_kernels.cu); its Op Time is measured with CUDA events
+ * asked) come back. Each convolution runs the kernel version chosen with
+ * --conv-kernel (conv_kernels.cu) or, by default, the fastest exact-fp32
+ * version for its shape on this GPU (conv_autotune.cu: measured the first
+ * time, then cached; Op Time's note names it). Its Op Time is measured with CUDA events
  * around that layer alone, summed over the chunks. With version 6 a
  * convolution followed by an activation and/or a pooling it can fuse runs as
  * one kernel (Op Time's note says "fused tanh+maxpool"; the time is then the
@@ -19,6 +21,7 @@
 #include <string.h>
 
 #include "core/backend.h"
+#include "cuda/conv_autotune.h"
 #include "cuda/conv_ladder.h"
 #include "cuda/cuda_check.h"
 #include "cuda/cuda_layers.h"
@@ -27,50 +30,70 @@
 /* Share of the free device memory the activations of one chunk may take. */
 #define CUDA_MEMORY_SHARE 0.7
 
-/* Conv versions from which the kernel takes the activation and pooling after a convolution: 6 (conv_direct.cu),
- * 7 and 8 (conv_tc.cu, which leave what they do not take to 6). */
+/* The conv versions that take the activation and pooling after a convolution: 6 (conv_direct.cu) and the
+ * tensor-core ones, 7 to 10 (conv_tc.cu, which leave what they do not take to 6). */
 #define CUDA_FUSING_VERSION 6
-#define CUDA_FIRST_TC_VERSION 7
+static int version_is_tc(int v) {
+    return nc_cuda_conv_version_precision(v) != NC_PRECISION_FP32;
+}
+static int version_fuses(int v) {
+    return v == CUDA_FUSING_VERSION || version_is_tc(v);
+}
 
 typedef struct {
     nc_gpu g;
-    int conv_version;
+    int version[NC_MAX_LAYERS];          /* per conv layer (by layer index): its conv kernel version */
+    int autotuned;                       /* the versions are the tuner's (--conv-kernel 0, fp32) */
     int precision;                       /* NC_PRECISION_*: of the dense layers (the conv's is its version's) */
     int fused[NC_MAX_LAYERS];            /* per conv layer: how many layers after it its kernel does (0..2) */
     nc_conv_epilogue epi[NC_MAX_LAYERS]; /* what they are */
     char note[NC_MAX_LAYERS][48];        /* Op Time's note of each conv layer, in conv order */
     nc_conv_lut lut;                     /* the model's pixel scaling, for a first layer reading uint8 */
+    void *dense_w[NC_MAX_LAYERS];        /* per dense layer, its weights prepared for the tensor cores (not fp32) */
 } cuda_plan;
 
-/* Which layers after each convolution the chosen version fuses, and each conv layer's note. */
+/* What version 6 would fuse after conv layer li (activation, pooling): *e, and how many layers that is. */
+static int fusable_epilogue(const nc_model *m, int li, nc_conv_epilogue *e) {
+    const nc_conv_epilogue none = {-1, -1, 1, 1};
+    *e = none;
+    int j = li + 1;
+    if (j < m->n_layers && nc_layer_is_activation(m->layers[j].kind)) e->act = (int)m->layers[j++].kind;
+    if (j < m->n_layers && (m->layers[j].kind == NC_MAXPOOL || m->layers[j].kind == NC_AVGPOOL))
+        e->pool = (int)m->layers[j].kind, e->P = m->layers[j].p, e->S = m->layers[j].s, j++;
+    if (j == li + 1 || !nc_conv_direct_fuses(e, m->layers[li].k)) {
+        e->pool = -1; /* the pooling cannot be fused: perhaps the activation alone */
+        j = e->act >= 0 ? li + 2 : li + 1;
+    }
+    if (j == li + 1 || !nc_conv_direct_fuses(e, m->layers[li].k)) {
+        *e = none;
+        return 0;
+    }
+    return j - li - 1;
+}
+
+/* Which layers after each convolution its version fuses, and each conv layer's Op Time note. */
 static void cuda_plan_fusion(cuda_plan *p) {
     const nc_model *m = p->g.m;
-    for (int i = 0; i < 256; i++) p->lut.v[i] = nc_scale_pixel(m, (uint8_t)i);
     int conv = 0;
     for (int li = 0; li < m->n_layers; li++) {
         if (m->layers[li].kind != NC_CONV) continue;
+        const int v = p->version[li];
         char *note = p->note[conv++];
-        snprintf(note, sizeof p->note[0], "%s", nc_cuda_conv_version_note(p->conv_version));
-        if (p->conv_version < CUDA_FUSING_VERSION) continue;
-        nc_conv_epilogue e = {-1, -1, 1, 1};
-        int j = li + 1;
-        if (j < m->n_layers && nc_layer_is_activation(m->layers[j].kind)) e.act = (int)m->layers[j++].kind;
-        if (j < m->n_layers && (m->layers[j].kind == NC_MAXPOOL || m->layers[j].kind == NC_AVGPOOL))
-            e.pool = (int)m->layers[j].kind, e.P = m->layers[j].p, e.S = m->layers[j].s, j++;
-        if (j == li + 1 || !nc_conv_direct_fuses(&e, m->layers[li].k)) {
-            e.pool = -1; /* the pooling cannot be fused: perhaps the activation alone */
-            j = e.act >= 0 ? li + 2 : li + 1;
-        }
-        if (j == li + 1 || !nc_conv_direct_fuses(&e, m->layers[li].k)) continue;
-        p->fused[li] = j - li - 1;
+        char tuned[16] = "";
+        if (p->autotuned) snprintf(tuned, sizeof tuned, "auto v%d", v);
+        snprintf(note, sizeof p->note[0], "%s%s", nc_cuda_conv_version_note(v), tuned);
+        if (!version_fuses(v)) continue;
+        nc_conv_epilogue e;
+        p->fused[li] = fusable_epilogue(m, li, &e);
+        if (!p->fused[li]) continue;
         p->epi[li] = e;
         const nc_layer *l = &m->layers[li];
-        const int tc = p->conv_version >= CUDA_FIRST_TC_VERSION &&
+        const int tc = version_is_tc(v) &&
                        nc_conv_tc_takes(l->in.c, l->in.h, l->in.w, l->m, l->k, &e); /* else version 6 runs it */
-        snprintf(note, sizeof p->note[0], "fused %s%s%s%s%s",
+        snprintf(note, sizeof p->note[0], "fused %s%s%s%s%s%s%s",
                  e.act >= 0 ? nc_layer_kind_name((nc_layer_kind)e.act) : "", e.act >= 0 && e.pool >= 0 ? "+" : "",
                  e.pool >= 0 ? nc_layer_kind_name((nc_layer_kind)e.pool) : "", tc ? ", " : "",
-                 tc ? nc_cuda_conv_version_note(p->conv_version) : "");
+                 tc ? nc_cuda_conv_version_note(v) : "", *tuned ? ", " : "", tuned);
     }
     /* The first layer reads the pixels itself where it is a fused convolution. */
     p->g.raw_input = m->n_layers > 0 && m->layers[0].kind == NC_CONV && p->fused[0] > 0;
@@ -86,16 +109,16 @@ static int cuda_layer(cuda_plan *p, int li, int B, float *y, const float *x, int
         CUDA_RET(cudaEventRecord(g->ev[2 * *conv], g->stream));
         if (p->fused[li]) {
             const int u8 = li == 0 && g->in_u8; /* the chunk's pixels, unscaled, in g->img */
-            if (p->conv_version >= CUDA_FIRST_TC_VERSION)
-                rc = nc_conv_launch_tc(p->conv_version, y, x, u8 ? g->img : NULL, u8 ? &p->lut : NULL, g->weight[li],
+            if (version_is_tc(p->version[li]))
+                rc = nc_conv_launch_tc(p->version[li], y, x, u8 ? g->img : NULL, u8 ? &p->lut : NULL, g->weight[li],
                                        g->bias[li], B, l->in.c, l->in.h, l->in.w, l->m, l->k, &p->epi[li], g->stream,
                                        err);
             else
                 rc = nc_conv_launch_fused(y, x, u8 ? g->img : NULL, u8 ? &p->lut : NULL, g->weight[li], g->bias[li], B,
                                           l->in.c, l->in.h, l->in.w, l->m, l->k, &p->epi[li], g->stream, err);
         } else {
-            rc = nc_cuda_conv_forward(p->conv_version, y, x, g->weight[li], g->bias[li], B, l->in.c, l->in.h,
-                                      l->in.w, l->m, l->k, g->stream, err);
+            rc = nc_cuda_conv_forward(p->version[li], y, x, g->weight[li], g->bias[li], B, l->in.c, l->in.h, l->in.w,
+                                      l->m, l->k, g->stream, err);
         }
         if (rc) return rc;
         CUDA_RET(cudaEventRecord(g->ev[2 * *conv + 1], g->stream));
@@ -109,8 +132,11 @@ static int cuda_layer(cuda_plan *p, int li, int B, float *y, const float *x, int
     case NC_AVGPOOL:
         return nc_cuda_pool_forward(l->kind, y, x, B, l->in.c, l->in.h, l->in.w, l->p, l->s, g->stream, err);
     case NC_DENSE:
-        return nc_cuda_dense_tc_forward(p->precision, y, x, g->weight[li], g->bias[li], B, (int)nc_shape_size(l->in),
-                                        l->m, g->stream, err); /* fp32: nc_cuda_dense_forward */
+        if (p->precision == NC_PRECISION_FP32)
+            return nc_cuda_dense_forward(y, x, g->weight[li], g->bias[li], B, (int)nc_shape_size(l->in), l->m,
+                                         g->stream, err);
+        return nc_cuda_dense_tc_forward_prepared(p->precision, y, x, p->dense_w[li], g->bias[li], B,
+                                                 (int)nc_shape_size(l->in), l->m, g->stream, err);
     case NC_SOFTMAX: return nc_cuda_softmax_forward(y, x, B, (int)nc_shape_size(l->in), g->stream, err);
     case NC_FLATTEN: break; /* the caller does not swap buffers */
     }
@@ -136,9 +162,27 @@ static int cuda_forward(void *ctx, nc_gpu *g, int B, int *out, nc_error *err) {
     return NC_OK;
 }
 
+/* The dense layers' weights in the tensor cores' format, converted once (dense_tc.cu): reduced precisions only. */
+static int cuda_prepare_dense(cuda_plan *p, nc_error *err) {
+    const nc_model *m = p->g.m;
+    if (p->precision == NC_PRECISION_FP32) return NC_OK;
+    for (int li = 0; li < m->n_layers; li++) {
+        const nc_layer *l = &m->layers[li];
+        if (l->kind != NC_DENSE) continue;
+        const int IN = (int)nc_shape_size(l->in);
+        CUDA_RET(cudaMalloc(&p->dense_w[li], nc_cuda_dense_tc_prepared_size(p->precision, IN, l->m)));
+        const int rc =
+            nc_cuda_dense_tc_prepare(p->precision, p->dense_w[li], p->g.weight[li], IN, l->m, p->g.stream, err);
+        if (rc) return rc;
+    }
+    return NC_OK;
+}
+
 static void cuda_destroy(void *plan) {
     cuda_plan *p = (cuda_plan *)plan;
     if (!p) return;
+    for (int li = 0; li < NC_MAX_LAYERS; li++)
+        if (p->dense_w[li]) cudaFree(p->dense_w[li]);
     nc_gpu_close(&p->g);
     free(p);
 }
@@ -159,26 +203,68 @@ static int cuda_warm_up(cuda_plan *p, nc_error *err) {
     return rc;
 }
 
+/* The tensor-core conv version of each reduced precision (none for fp32). */
+static int precision_version(int precision) {
+    switch (precision) {
+    case NC_PRECISION_TF32: return 7;
+    case NC_PRECISION_3XTF32: return 8;
+    case NC_PRECISION_FP16: return 9;
+    case NC_PRECISION_BF16: return 10;
+    default: return 0;
+    }
+}
+
+/* Each conv layer's version: --conv-kernel's, else a reduced precision's, else the tuner's pick for its shape. */
+static int cuda_choose_versions(cuda_plan *p, int asked, nc_error *err) {
+    const nc_model *m = p->g.m;
+    int version = asked ? asked : precision_version(p->precision);
+    if (version) {
+        int rc = nc_cuda_conv_resolve(&version, err);
+        if (rc || (rc = nc_cuda_conv_prepare(version, err))) return rc;
+        for (int li = 0; li < m->n_layers; li++) p->version[li] = version;
+        return NC_OK;
+    }
+    nc_conv_tune_layer layers[NC_MAX_LAYERS];
+    nc_conv_tune_result picked[NC_MAX_LAYERS];
+    int n = 0;
+    for (int li = 0; li < m->n_layers; li++) {
+        if (m->layers[li].kind != NC_CONV) continue;
+        nc_conv_tune_layer *t = &layers[n++];
+        t->li = li;
+        t->fused_layers = fusable_epilogue(m, li, &t->epi);
+        /* As nc_gpu_run would give it to a fused first layer: pixels of the model's own size, unscaled. */
+        t->u8 = li == 0 && t->fused_layers > 0;
+        t->lut = &p->lut;
+    }
+    int rc = nc_conv_autotune(&p->g, layers, n, picked, err);
+    for (int i = 0; !rc && i < n; i++)
+        if (!(rc = nc_cuda_conv_prepare(picked[i].version, err))) p->version[layers[i].li] = picked[i].version;
+    p->autotuned = 1;
+    return rc;
+}
+
 static int cuda_create(void **out, const nc_model *m, const nc_run_opts *opts, nc_error *err) {
     *out = NULL;
-    int version = opts->conv_kernel;
-    if (opts->precision < NC_PRECISION_FP32 || opts->precision > NC_PRECISION_3XTF32)
-        return nc_fail(err, NC_ERR_ARG, "precision %d: expected 0 (fp32), 1 (tf32) or 2 (3xtf32)", opts->precision);
-    /* A reduced precision without a version picks its tensor-core version for the convolutions. */
-    if (version == 0 && opts->precision == NC_PRECISION_TF32) version = CUDA_FIRST_TC_VERSION;
-    if (version == 0 && opts->precision == NC_PRECISION_3XTF32) version = CUDA_FIRST_TC_VERSION + 1;
-    int rc = nc_cuda_conv_resolve(&version, err);
-    if (rc) return rc;
+    if (opts->precision < NC_PRECISION_FP32 || opts->precision >= NC_PRECISION_COUNT)
+        return nc_fail(err, NC_ERR_ARG, "precision %d: expected 0 (fp32), 1 (tf32), 2 (3xtf32), 3 (fp16) or 4 (bf16)",
+                       opts->precision);
+    if (opts->conv_kernel) { /* said before any GPU work */
+        int version = opts->conv_kernel;
+        const int rc = nc_cuda_conv_resolve(&version, err);
+        if (rc) return rc;
+    }
     cuda_plan *p = (cuda_plan *)calloc(1, sizeof *p);
     if (!p) return nc_fail(err, NC_ERR_NOMEM, "out of memory for the cuda plan");
-    p->conv_version = version;
     p->precision = opts->precision;
-    if ((rc = nc_gpu_open(&p->g, m, opts, CUDA_MEMORY_SHARE, 0, err)) || (rc = nc_cuda_conv_prepare(version, err))) {
-        cuda_destroy(p);
-        return rc;
+    for (int i = 0; i < 256; i++) p->lut.v[i] = nc_scale_pixel(m, (uint8_t)i);
+    int rc = nc_gpu_open(&p->g, m, opts, CUDA_MEMORY_SHARE, 0, err);
+    if (!rc) rc = cuda_choose_versions(p, opts->conv_kernel, err);
+    if (!rc) rc = cuda_prepare_dense(p, err);
+    if (!rc) {
+        cuda_plan_fusion(p);
+        rc = cuda_warm_up(p, err);
     }
-    cuda_plan_fusion(p);
-    if ((rc = cuda_warm_up(p, err))) {
+    if (rc) {
         cuda_destroy(p);
         return rc;
     }
@@ -198,9 +284,6 @@ static int cuda_run(void *plan, const uint8_t *images, int n, int h, int w, int 
 
 /* Positional, as C++17 has no designated initialisers: name, description, create, run, destroy. */
 extern "C" const nc_backend nc_backend_cuda = {
-    "cuda",
-    "our own CUDA kernels for every layer (--conv-kernel picks the convolution)",
-    cuda_create,
-    cuda_run,
+    "cuda",       "our own CUDA kernels for every layer (--conv-kernel picks the convolution)", cuda_create, cuda_run,
     cuda_destroy,
 };

@@ -1,32 +1,43 @@
 /*
- * The GPU part of `nanoconv bench` (bench_gpu.h): the ladder of convolution versions against cuDNN and against
- * the floors of the machine, all measured in one run, and the whole network on the cuda and cudnn backends.
+ * The GPU part of `nanoconv bench` (bench_gpu.h): the ladder of convolution versions against cuDNN, the dense
+ * layers against cuBLAS, both against the floors of the machine, all measured in one run; the tensor-core
+ * versions' launch tunings (--sweep); the whole network on the cuda backend at each precision and on cudnn.
  *
- *   nanoconv bench-gpu --model models/fashion-2017-high.safetensors -n 100,1000,10000 --json out.json
- *   nanoconv bench-gpu --layer 1x28x28:50:5:tanh:maxpool2 -n 10000
+ *   nanoconv bench --backend cuda -m models/fashion-2017-high.safetensors -n 100,1000,10000 --json out.json
+ *   nanoconv bench --backend cuda --shape 1x28x28:50x5+tanh+maxpool2 -n 10000 --sweep
+ *
+ * Everything is table-driven: the conv versions are 1..nc_cuda_conv_num_versions(), each computing in
+ * nc_cuda_conv_version_precision(v), held to the peak of that precision (peak_of); the dense GEMMs are ours at
+ * every NC_PRECISION_* that nc_cuda_dense_tc_forward takes; the network lines are every NC_PRECISION_*.
  */
 #include <cjson/cJSON.h>
-#include <cublas_v2.h>
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#ifdef NC_HAVE_CUDNN
-#include <cudnn.h>
-#endif
 
 #include "core/backend.h"
 #include "cuda/bench_gpu.h"
 #include "cuda/conv_ladder.h"
 #include "cuda/cuda_check.h"
 #include "cuda/cuda_layers.h"
+#include "cuda/vendor_libs.h"
+
+/* cuBLAS (the GEMM peaks and the dense baseline) and cuDNN (the conv baseline), loaded by nc_cuda_bench
+ * (vendor_libs.h). */
+static const nc_vendor_api *lib;
 
 /* Bytes memset between timed runs, so that no run finds the last one's data in the 50 MB L2. */
 #define FLUSH_BYTES (256u << 20)
 /* A row's timed runs stop once they add up to about this long (but never fewer than 3). */
 #define ROW_BUDGET_MS 250.0
 #define MAX_REPS 50
+/* Dense layer shapes (IN, OUT, N) timed once a run, however many models have them. */
+#define MAX_DENSE_SEEN 64
+/* conv_ladder.h: nc_conv_launch_fused is version 6, the fastest exact-fp32 version with the epilogue fused. */
+#define FUSED_VERSION 6
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -54,6 +65,11 @@ __global__ void bench_fill_u8_kernel(uint8_t *x, size_t n, uint32_t seed) {
 __global__ void bench_to_half_kernel(__half *y, const float *x, size_t n) {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         y[i] = __float2half(x[i]);
+}
+
+__global__ void bench_to_bf16_kernel(__nv_bfloat16 *y, const float *x, size_t n) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        y[i] = __float2bfloat16(x[i]);
 }
 
 /* 16 independent FFMA chains per thread, so that latency never limits issue: 32 FLOPs per thread per step. */
@@ -88,14 +104,17 @@ static const char *kind_name(int kind) {
 typedef struct {
     cudaStream_t stream;
     cudaEvent_t e0, e1;
+    cublasHandle_t blas; /* on stream */
     void *flush;
-    int reps;
+    int reps, sweep;
     FILE *out;
-    cJSON *rows; /* "layers" array, or NULL */
-    double bw;   /* bytes/s of a device-to-device copy (read + written) */
-    double fp32; /* FLOP/s of FFMA */
-    double tc16; /* FLOP/s of cuBLAS fp16 GEMM (fp32 accumulation) */
-    double tc32; /* FLOP/s of cuBLAS TF32 GEMM */
+    cJSON *rows, *dense, *sweeps; /* the "layers", "dense" and "sweep" arrays, or NULL */
+    cJSON *not_taken;             /* "not_taken": versions that refused a layer shape, or NULL */
+    double bw;                    /* bytes/s of a device-to-device copy (read + written) */
+    double fp32;                  /* FLOP/s of FFMA */
+    double tc32;                  /* FLOP/s of cuBLAS TF32 GEMM (fp32 accumulation) */
+    double tc16;                  /* FLOP/s of cuBLAS fp16 GEMM (fp32 accumulation) */
+    double tcbf16;                /* FLOP/s of cuBLAS bf16 GEMM (fp32 accumulation) */
 } bench;
 
 /* One operation under test: enqueues itself on the stream. */
@@ -124,6 +143,41 @@ static int time_median(bench *b, bench_fn fn, void *ctx, double *ms, int *runs, 
     *ms = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
     *runs = n;
     return NC_OK;
+}
+
+/* ------------------------------------------------------------------ precisions */
+
+/* The measured peak (FLOP/s) a row computing in this precision is held to. */
+static double peak_of(const bench *b, int precision) {
+    switch (precision) {
+    case NC_PRECISION_TF32:
+    case NC_PRECISION_3XTF32: return b->tc32;
+    case NC_PRECISION_FP16: return b->tc16;
+    case NC_PRECISION_BF16: return b->tcbf16;
+    default: return b->fp32;
+    }
+}
+
+/* Tensor-core products issued per multiply-add: 3xTF32 splits each operand into a TF32 high part and the TF32
+ * rounding of its remainder and issues 3 MMAs (hi lo + lo hi + hi hi), 2 where one operand is exact in TF32 (uint8
+ * pixels, conv_tc.cu). The floor counts every one of them against the TF32 peak; GFLOP/s counts the useful 1. */
+static double mma_per_product(int precision, int exact_operand) {
+    return precision == NC_PRECISION_3XTF32 ? (exact_operand ? 2.0 : 3.0) : 1.0;
+}
+
+static const char *prec_name(int precision) {
+    const char *s = nc_precision_name(precision);
+    return s ? s : "?";
+}
+
+/* What a row of this precision says of it: nothing for fp32. */
+static void precision_note(int precision, char *buf, size_t n) {
+    if (precision == NC_PRECISION_FP32)
+        buf[0] = 0;
+    else if (precision == NC_PRECISION_3XTF32)
+        snprintf(buf, n, "near-exact (3xtf32 tensor cores, not bitwise fp32)");
+    else
+        snprintf(buf, n, "reduced precision (%s tensor cores)", prec_name(precision));
 }
 
 /* ------------------------------------------------------------------ floors */
@@ -155,20 +209,23 @@ typedef struct {
     cublasHandle_t h;
     void *a, *b, *c;
     int n;
-    int tf32;
+    int precision; /* NC_PRECISION_TF32, FP16 or BF16 */
 } gemm_ctx;
 
 static int op_gemm(void *ctx, cudaStream_t s, nc_error *err) {
     gemm_ctx *g = (gemm_ctx *)ctx;
     const float one = 1.0f, zero = 0.0f;
-    const cudaDataType_t t = g->tf32 ? CUDA_R_32F : CUDA_R_16F;
-    (void)s;
-    const cublasStatus_t st = cublasGemmEx(
+    const cudaDataType_t t = g->precision == NC_PRECISION_TF32   ? CUDA_R_32F
+                             : g->precision == NC_PRECISION_FP16 ? CUDA_R_16F
+                                                                 : CUDA_R_16BF;
+    (void)s; /* the handle is on the bench's stream */
+    const cublasStatus_t st = lib->cublasGemmEx(
         g->h, CUBLAS_OP_N, CUBLAS_OP_N, g->n, g->n, g->n, &one, g->a, t, g->n, g->b, t, g->n, &zero, g->c, CUDA_R_32F,
-        g->n, g->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+        g->n, g->precision == NC_PRECISION_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+        CUBLAS_GEMM_DEFAULT);
     if (st != CUBLAS_STATUS_SUCCESS)
-        return nc_fail(err, NC_ERR_DEVICE, "cublasGemmEx (%s) failed: %s", g->tf32 ? "tf32" : "fp16",
-                       cublasGetStatusString(st));
+        return nc_fail(err, NC_ERR_DEVICE, "cublasGemmEx (%s) failed: %s", prec_name(g->precision),
+                       lib->cublasGetStatusString(st));
     return NC_OK;
 }
 
@@ -182,8 +239,9 @@ static int measure_floors(bench *b, nc_error *err) {
     /* Bandwidth: 1 GiB copied, 2 GiB moved. */
     copy_ctx cc = {NULL, NULL, (size_t)1 << 30};
     ffma_ctx fc = {NULL, prop.multiProcessorCount * 8, 8192};
-    gemm_ctx gc = {NULL, NULL, NULL, NULL, 8192, 0};
+    gemm_ctx gc = {b->blas, NULL, NULL, NULL, 8192, NC_PRECISION_TF32};
     const size_t gn = (size_t)gc.n * gc.n;
+    void *fa = NULL, *fb = NULL; /* the operands in fp32, (gn) each */
     CUDA_TRY(cudaMalloc(&cc.dst, cc.bytes));
     CUDA_TRY(cudaMalloc(&cc.src, cc.bytes));
     bench_fill_kernel<<<grid_for(cc.bytes / 4), 256, 0, b->stream>>>((float *)cc.src, cc.bytes / 4, 1, -1.0f, 1.0f);
@@ -194,32 +252,36 @@ static int measure_floors(bench *b, nc_error *err) {
     CUDA_TRY(cudaMalloc((void **)&fc.out, 256 * sizeof(float)));
     if ((rc = time_median(b, op_ffma, &fc, &ms, &runs, err))) goto cleanup;
     b->fp32 = 2.0 * FFMA_CHAINS * (double)fc.steps * 256.0 * fc.blocks / (ms * 1e-3);
-    /* Tensor cores: an 8192^3 GEMM through cuBLAS, fp16 operands and TF32, fp32 accumulation. */
-    if (cublasCreate(&gc.h) != CUBLAS_STATUS_SUCCESS) {
-        rc = nc_fail(err, NC_ERR_DEVICE, "cublasCreate failed");
-        goto cleanup;
-    }
-    cublasSetStream(gc.h, b->stream);
-    CUDA_TRY(cudaMalloc(&gc.a, gn * 4));
-    CUDA_TRY(cudaMalloc(&gc.b, gn * 4));
+    /* Tensor cores: an 8192^3 GEMM through cuBLAS, TF32, then fp16 and bf16 operands, fp32 accumulation. */
+    CUDA_TRY(cudaMalloc(&fa, gn * 4));
+    CUDA_TRY(cudaMalloc(&fb, gn * 4));
+    CUDA_TRY(cudaMalloc(&gc.a, gn * 2));
+    CUDA_TRY(cudaMalloc(&gc.b, gn * 2));
     CUDA_TRY(cudaMalloc(&gc.c, gn * 4));
-    bench_fill_kernel<<<grid_for(gn), 256, 0, b->stream>>>((float *)gc.a, gn, 2, -1.0f, 1.0f);
-    bench_fill_kernel<<<grid_for(gn), 256, 0, b->stream>>>((float *)gc.b, gn, 3, -1.0f, 1.0f);
+    bench_fill_kernel<<<grid_for(gn), 256, 0, b->stream>>>((float *)fa, gn, 2, -1.0f, 1.0f);
+    bench_fill_kernel<<<grid_for(gn), 256, 0, b->stream>>>((float *)fb, gn, 3, -1.0f, 1.0f);
     CUDA_TRY(cudaGetLastError());
-    gc.tf32 = 1;
-    if ((rc = time_median(b, op_gemm, &gc, &ms, &runs, err))) goto cleanup;
-    b->tc32 = 2.0 * (double)gn * gc.n / (ms * 1e-3);
-    /* fp16 operands: the same buffers' first halves, converted. */
-    bench_to_half_kernel<<<grid_for(gn), 256, 0, b->stream>>>((__half *)gc.c, (const float *)gc.a, gn);
-    CUDA_TRY(cudaMemcpyAsync(gc.a, gc.c, gn * 2, cudaMemcpyDeviceToDevice, b->stream));
-    bench_to_half_kernel<<<grid_for(gn), 256, 0, b->stream>>>((__half *)gc.c, (const float *)gc.b, gn);
-    CUDA_TRY(cudaMemcpyAsync(gc.b, gc.c, gn * 2, cudaMemcpyDeviceToDevice, b->stream));
+    {
+        gemm_ctx g32 = gc;
+        g32.a = fa, g32.b = fb;
+        if ((rc = time_median(b, op_gemm, &g32, &ms, &runs, err))) goto cleanup;
+        b->tc32 = 2.0 * (double)gn * gc.n / (ms * 1e-3);
+    }
+    bench_to_half_kernel<<<grid_for(gn), 256, 0, b->stream>>>((__half *)gc.a, (const float *)fa, gn);
+    bench_to_half_kernel<<<grid_for(gn), 256, 0, b->stream>>>((__half *)gc.b, (const float *)fb, gn);
     CUDA_TRY(cudaGetLastError());
-    gc.tf32 = 0;
+    gc.precision = NC_PRECISION_FP16;
     if ((rc = time_median(b, op_gemm, &gc, &ms, &runs, err))) goto cleanup;
     b->tc16 = 2.0 * (double)gn * gc.n / (ms * 1e-3);
+    bench_to_bf16_kernel<<<grid_for(gn), 256, 0, b->stream>>>((__nv_bfloat16 *)gc.a, (const float *)fa, gn);
+    bench_to_bf16_kernel<<<grid_for(gn), 256, 0, b->stream>>>((__nv_bfloat16 *)gc.b, (const float *)fb, gn);
+    CUDA_TRY(cudaGetLastError());
+    gc.precision = NC_PRECISION_BF16;
+    if ((rc = time_median(b, op_gemm, &gc, &ms, &runs, err))) goto cleanup;
+    b->tcbf16 = 2.0 * (double)gn * gc.n / (ms * 1e-3);
 cleanup:
-    if (gc.h) cublasDestroy(gc.h);
+    cudaFree(fa);
+    cudaFree(fb);
     cudaFree(gc.a);
     cudaFree(gc.b);
     cudaFree(gc.c);
@@ -229,7 +291,97 @@ cleanup:
     return rc;
 }
 
-/* ------------------------------------------------------------------ layers */
+/* ------------------------------------------------------------------ costs and rows */
+
+typedef struct {
+    double flops;     /* useful: 2 per multiply-add */
+    double mma_flops; /* what the floor counts: flops times the MMAs issued per product */
+    double bytes, floor_ms, peak;
+} op_cost;
+
+/* Bytes moved and FLOPs done, and the floor: the larger of bytes over the copy bandwidth and MMA FLOPs over the
+ * precision's peak. */
+static op_cost make_cost(const bench *b, double flops, double bytes, int precision, int exact_operand) {
+    op_cost c;
+    c.flops = flops;
+    c.mma_flops = flops * mma_per_product(precision, exact_operand);
+    c.bytes = bytes;
+    c.peak = peak_of(b, precision);
+    const double tb = bytes / b->bw, tf = c.mma_flops / c.peak;
+    c.floor_ms = 1e3 * (tb > tf ? tb : tf);
+    return c;
+}
+
+/* A conv row's cost: each input read once (1 byte a pixel where u8), each output written once (pooled where
+ * fused), the weights once, in elem bytes. */
+static op_cost conv_cost(const bench *b, const nc_bench_shape *h, int N, int fused, int u8, int elem, int precision) {
+    const int Ho = h->H - h->K + 1, Wo = h->W - h->K + 1;
+    int Yh = Ho, Yw = Wo;
+    if (fused && h->pool >= 0) Yh = (Ho - h->P) / h->S + 1, Yw = (Wo - h->P) / h->S + 1;
+    const double flops = 2.0 * N * h->M * Ho * Wo * (double)h->C * h->K * h->K;
+    const double bytes = (double)N * h->C * h->H * h->W * (u8 ? 1 : elem) + (double)N * h->M * Yh * Yw * elem +
+                         (double)h->M * h->C * h->K * h->K * elem;
+    return make_cost(b, flops, bytes, precision, u8);
+}
+
+/* The table's columns: what was run, ms, GFLOP/s, GB/s, share of the floor, ratio to the baseline, note. */
+static const char header[] = "%-30s %6s  %-28s %-6s %10s %9s %8s %8s %8s  %s\n";
+
+static void print_row(const bench *b, const char *what, int N, const char *label, int precision, double ms,
+                      const op_cost *c, double base_ms, const char *note) {
+    fprintf(b->out, "%-30s %6d  %-28s %-6s %10.4f %9.0f %8.0f %7.1f%% %8.2f  %s\n", what, N, label,
+            prec_name(precision), ms, c->flops / (ms * 1e-3) / 1e9, c->bytes / (ms * 1e-3) / 1e9,
+            100.0 * c->floor_ms / ms, base_ms > 0.0 ? base_ms / ms : 0.0, note);
+}
+
+/* The members every timed row's JSON object has. */
+static void row_json(cJSON *r, int N, int precision, const char *note, double ms, int runs, const op_cost *c) {
+    cJSON_AddNumberToObject(r, "N", N);
+    cJSON_AddStringToObject(r, "precision", prec_name(precision));
+    cJSON_AddBoolToObject(r, "exact", precision == NC_PRECISION_FP32);
+    cJSON_AddStringToObject(r, "note", note);
+    cJSON_AddNumberToObject(r, "ms", ms);
+    cJSON_AddNumberToObject(r, "runs", runs);
+    cJSON_AddNumberToObject(r, "flops", c->flops);
+    cJSON_AddNumberToObject(r, "mma_flops", c->mma_flops);
+    cJSON_AddNumberToObject(r, "bytes", c->bytes);
+    cJSON_AddNumberToObject(r, "gflops", c->flops / (ms * 1e-3) / 1e9);
+    cJSON_AddNumberToObject(r, "gbs", c->bytes / (ms * 1e-3) / 1e9);
+    cJSON_AddNumberToObject(r, "peak_flops_per_s", c->peak);
+    cJSON_AddNumberToObject(r, "floor_ms", c->floor_ms);
+    cJSON_AddNumberToObject(r, "floor_share", c->floor_ms / ms);
+}
+
+static void shape_json(cJSON *r, const nc_bench_shape *h) {
+    cJSON_AddStringToObject(r, "shape", h->name);
+    cJSON_AddNumberToObject(r, "C", h->C);
+    cJSON_AddNumberToObject(r, "H", h->H);
+    cJSON_AddNumberToObject(r, "W", h->W);
+    cJSON_AddNumberToObject(r, "M", h->M);
+    cJSON_AddNumberToObject(r, "K", h->K);
+    cJSON_AddStringToObject(r, "act", kind_name(h->act));
+    cJSON_AddStringToObject(r, "pool", kind_name(h->pool));
+    cJSON_AddNumberToObject(r, "P", h->pool >= 0 ? h->P : 0);
+}
+
+/* One conv row: printed and added to "layers". version is 0 for cuDNN; label is "v7 tc-tf32" or "cudnn fp32 ALGO",
+ * fused whether the activation and pooling are done in the same kernel. */
+static void emit_row(bench *b, const nc_bench_shape *h, int N, int version, const char *label, int precision, int fused,
+                     const char *note, double ms, int runs, op_cost c, double cudnn_ms) {
+    print_row(b, h->name, N, label, precision, ms, &c, cudnn_ms, note);
+    if (!b->rows) return;
+    cJSON *r = cJSON_CreateObject();
+    shape_json(r, h);
+    cJSON_AddStringToObject(r, "version", label);
+    cJSON_AddNumberToObject(r, "version_number", version);
+    cJSON_AddStringToObject(r, "version_name", version ? nc_cuda_conv_version_name(version) : "cudnn");
+    cJSON_AddBoolToObject(r, "fused", fused);
+    row_json(r, N, precision, note, ms, runs, &c);
+    cJSON_AddNumberToObject(r, "vs_cudnn_fp32", cudnn_ms > 0.0 ? cudnn_ms / ms : 0.0);
+    cJSON_AddItemToArray(b->rows, r);
+}
+
+/* ------------------------------------------------------------------ convolution layers */
 
 typedef struct {
     const nc_bench_shape *sh;
@@ -238,6 +390,7 @@ typedef struct {
     uint8_t *xu;
     nc_conv_epilogue epi;
     nc_conv_lut lut;
+    const nc_conv_tc_tuning *tuning; /* NULL: the default */
 } conv_ctx;
 
 static int op_version(void *ctx, cudaStream_t s, nc_error *err) {
@@ -256,8 +409,8 @@ static int op_fused(void *ctx, cudaStream_t s, nc_error *err) {
 static int op_tc(void *ctx, cudaStream_t s, nc_error *err) {
     conv_ctx *c = (conv_ctx *)ctx;
     const nc_bench_shape *h = c->sh;
-    return nc_conv_launch_tc(c->version, c->y, c->x, c->xu, c->xu ? &c->lut : NULL, c->k, c->bias, c->N, h->C, h->H,
-                             h->W, h->M, h->K, &c->epi, s, err);
+    return nc_conv_launch_tc_tuned(c->version, c->tuning, c->y, c->x, c->xu, c->xu ? &c->lut : NULL, c->k, c->bias,
+                                   c->N, h->C, h->H, h->W, h->M, h->K, &c->epi, s, err);
 }
 
 #ifdef NC_HAVE_CUDNN
@@ -275,10 +428,10 @@ static int op_cudnn(void *ctx, cudaStream_t s, nc_error *err) {
     dnn_ctx *d = (dnn_ctx *)ctx;
     const float one = 1.0f, zero = 0.0f;
     (void)s;
-    const cudnnStatus_t st = cudnnConvolutionForward(d->h, &one, d->xd, d->x, d->wd, d->w, d->cd, d->algo, d->ws,
-                                                     d->ws_size, &zero, d->yd, d->y);
+    const cudnnStatus_t st = lib->cudnnConvolutionForward(d->h, &one, d->xd, d->x, d->wd, d->w, d->cd, d->algo, d->ws,
+                                                          d->ws_size, &zero, d->yd, d->y);
     if (st != CUDNN_STATUS_SUCCESS)
-        return nc_fail(err, NC_ERR_DEVICE, "cudnnConvolutionForward failed: %s", cudnnGetErrorString(st));
+        return nc_fail(err, NC_ERR_DEVICE, "cudnnConvolutionForward failed: %s", lib->cudnnGetErrorString(st));
     return NC_OK;
 }
 
@@ -291,22 +444,23 @@ static const char *const dnn_algo_names[] = {
     do {                                                                                                               \
         const cudnnStatus_t st_ = (call);                                                                              \
         if (st_ != CUDNN_STATUS_SUCCESS)                                                                               \
-            return nc_fail(err, NC_ERR_DEVICE, "%s failed: %s", #call, cudnnGetErrorString(st_));                      \
+            return nc_fail(err, NC_ERR_DEVICE, "%s failed: %s", #call, lib->cudnnGetErrorString(st_));                 \
     } while (0)
 
 static int dnn_setup(dnn_ctx *d, const nc_bench_shape *h, int N, int half, size_t ws_max, const char **name,
                      nc_error *err) {
     const cudnnDataType_t t = half ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
     const int Ho = h->H - h->K + 1, Wo = h->W - h->K + 1;
-    CUDNN_CHECK(cudnnSetTensor4dDescriptor(d->xd, CUDNN_TENSOR_NCHW, t, N, h->C, h->H, h->W));
-    CUDNN_CHECK(cudnnSetTensor4dDescriptor(d->yd, CUDNN_TENSOR_NCHW, t, N, h->M, Ho, Wo));
-    CUDNN_CHECK(cudnnSetFilter4dDescriptor(d->wd, t, CUDNN_TENSOR_NCHW, h->M, h->C, h->K, h->K));
-    CUDNN_CHECK(cudnnSetConvolution2dDescriptor(d->cd, 0, 0, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION, t));
-    CUDNN_CHECK(cudnnSetConvolutionMathType(d->cd, half ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
+    CUDNN_CHECK(lib->cudnnSetTensor4dDescriptor(d->xd, CUDNN_TENSOR_NCHW, t, N, h->C, h->H, h->W));
+    CUDNN_CHECK(lib->cudnnSetTensor4dDescriptor(d->yd, CUDNN_TENSOR_NCHW, t, N, h->M, Ho, Wo));
+    CUDNN_CHECK(lib->cudnnSetFilter4dDescriptor(d->wd, t, CUDNN_TENSOR_NCHW, h->M, h->C, h->K, h->K));
+    CUDNN_CHECK(lib->cudnnSetConvolution2dDescriptor(d->cd, 0, 0, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION, t));
+    CUDNN_CHECK(lib->cudnnSetConvolutionMathType(d->cd, half ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int found = 0;
-    CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(d->h, d->xd, d->x, d->wd, d->w, d->cd, d->yd, d->y,
-                                                       CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf, d->ws, ws_max));
+    CUDNN_CHECK(lib->cudnnFindConvolutionForwardAlgorithmEx(d->h, d->xd, d->x, d->wd, d->w, d->cd, d->yd, d->y,
+                                                            CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf, d->ws,
+                                                            ws_max));
     for (int i = 0; i < found; i++) {
         if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ws_max) continue;
         if (!half && perf[i].mathType != CUDNN_FMA_MATH && perf[i].mathType != CUDNN_DEFAULT_MATH) continue;
@@ -320,50 +474,59 @@ static int dnn_setup(dnn_ctx *d, const nc_bench_shape *h, int N, int half, size_
 }
 #endif
 
-typedef struct {
-    double flops, bytes, floor_ms;
-} op_cost;
-
-static op_cost cost(const bench *b, const nc_bench_shape *h, int N, int fused, int u8, int elem, double peak) {
-    const int Ho = h->H - h->K + 1, Wo = h->W - h->K + 1;
-    int Yh = Ho, Yw = Wo;
-    if (fused && h->pool >= 0) Yh = (Ho - h->P) / h->S + 1, Yw = (Wo - h->P) / h->S + 1;
-    op_cost c;
-    c.flops = 2.0 * N * h->M * Ho * Wo * (double)h->C * h->K * h->K;
-    c.bytes = (double)N * h->C * h->H * h->W * (u8 ? 1 : elem) + (double)N * h->M * Yh * Yw * elem +
-              (double)h->M * h->C * h->K * h->K * elem;
-    const double tb = c.bytes / b->bw, tf = c.flops / peak;
-    c.floor_ms = 1e3 * (tb > tf ? tb : tf);
-    return c;
-}
-
-static void emit_row(bench *b, const nc_bench_shape *h, int N, const char *version, const char *precision,
-                     const char *note, double ms, int runs, op_cost c, double cudnn_ms) {
-    const double share = c.floor_ms / ms, vs = cudnn_ms > 0.0 ? cudnn_ms / ms : 0.0;
-    fprintf(b->out, "%-30s %6d  %-26s %10.4f %9.0f %8.0f %7.1f%% %8.2f  %s\n", h->name, N, version, ms,
-            c.flops / (ms * 1e-3) / 1e9, c.bytes / (ms * 1e-3) / 1e9, 100.0 * share, vs, note);
-    if (!b->rows) return;
-    cJSON *r = cJSON_CreateObject();
-    cJSON_AddStringToObject(r, "shape", h->name);
-    cJSON_AddNumberToObject(r, "C", h->C);
-    cJSON_AddNumberToObject(r, "H", h->H);
-    cJSON_AddNumberToObject(r, "W", h->W);
-    cJSON_AddNumberToObject(r, "M", h->M);
-    cJSON_AddNumberToObject(r, "K", h->K);
-    cJSON_AddNumberToObject(r, "N", N);
-    cJSON_AddStringToObject(r, "version", version);
-    cJSON_AddStringToObject(r, "precision", precision);
-    cJSON_AddStringToObject(r, "note", note);
-    cJSON_AddNumberToObject(r, "ms", ms);
-    cJSON_AddNumberToObject(r, "runs", runs);
-    cJSON_AddNumberToObject(r, "flops", c.flops);
-    cJSON_AddNumberToObject(r, "bytes", c.bytes);
-    cJSON_AddNumberToObject(r, "gflops", c.flops / (ms * 1e-3) / 1e9);
-    cJSON_AddNumberToObject(r, "gbs", c.bytes / (ms * 1e-3) / 1e9);
-    cJSON_AddNumberToObject(r, "floor_ms", c.floor_ms);
-    cJSON_AddNumberToObject(r, "floor_share", share);
-    cJSON_AddNumberToObject(r, "vs_cudnn_fp32", vs);
-    cJSON_AddItemToArray(b->rows, r);
+/* --sweep: every tuning of each tensor-core version that takes the layer, with the layer's epilogue where they
+ * fuse it (as the network runs it), else the convolution alone; the fastest of each version is marked. */
+static int sweep_shape(bench *b, conv_ctx *c, double cudnn_ms, nc_error *err) {
+    const nc_bench_shape *h = c->sh;
+    int n_tunings = 0, rc = NC_OK;
+    const nc_conv_tc_tuning *tunings = nc_conv_tc_tunings(&n_tunings);
+    const nc_conv_epilogue fused = {h->act, h->pool, h->pool >= 0 ? h->P : 1, h->pool >= 0 ? h->S : 1};
+    const nc_conv_epilogue alone = {-1, -1, 1, 1};
+    for (int v = 1; v <= nc_cuda_conv_num_versions(); v++) {
+        const int p = nc_cuda_conv_version_precision(v);
+        if (p == NC_PRECISION_FP32) continue;
+        const int fuse = (h->act >= 0 || h->pool >= 0) && nc_conv_tc_takes(h->C, h->H, h->W, h->M, h->K, &fused);
+        if (!fuse && !nc_conv_tc_takes(h->C, h->H, h->W, h->M, h->K, &alone)) {
+            fprintf(b->out, "%-30s %6d  sweep v%d %s: not taken by the tensor cores (version 6 runs it)\n", h->name,
+                    c->N, v, nc_cuda_conv_version_name(v));
+            continue;
+        }
+        c->epi = fuse ? fused : alone;
+        c->version = v;
+        double ms[64];
+        int nr[64], best = 0;
+        const int n = n_tunings < 64 ? n_tunings : 64;
+        for (int t = 0; t < n; t++) {
+            c->tuning = &tunings[t];
+            if ((rc = time_median(b, op_tc, c, &ms[t], &nr[t], err))) return rc;
+            if (ms[t] < ms[best]) best = t;
+        }
+        c->tuning = NULL;
+        char note[96], label[48];
+        precision_note(p, note, sizeof note);
+        for (int t = 0; t < n; t++) {
+            snprintf(label, sizeof label, "sweep v%d images/block %d", v, tunings[t].images_per_block);
+            const op_cost cost = conv_cost(b, h, c->N, fuse, c->xu != NULL, 4, p);
+            char line[160];
+            snprintf(line, sizeof line, "%s%s%s%s", fuse ? "fused, " : "alone, ", note, t == 0 ? ", default" : "",
+                     t == best ? "  <- fastest" : "");
+            print_row(b, h->name, c->N, label, p, ms[t], &cost, cudnn_ms, line);
+            if (!b->sweeps) continue;
+            cJSON *r = cJSON_CreateObject();
+            shape_json(r, h);
+            cJSON_AddNumberToObject(r, "version_number", v);
+            cJSON_AddStringToObject(r, "version_name", nc_cuda_conv_version_name(v));
+            cJSON_AddNumberToObject(r, "tuning", t);
+            cJSON_AddNumberToObject(r, "images_per_block", tunings[t].images_per_block);
+            cJSON_AddBoolToObject(r, "default", t == 0);
+            cJSON_AddBoolToObject(r, "fastest", t == best);
+            cJSON_AddBoolToObject(r, "fused", fuse);
+            row_json(r, c->N, p, note, ms[t], nr[t], &cost);
+            cJSON_AddNumberToObject(r, "vs_cudnn_fp32", cudnn_ms > 0.0 ? cudnn_ms / ms[t] : 0.0);
+            cJSON_AddItemToArray(b->sweeps, r);
+        }
+    }
+    return NC_OK;
 }
 
 static int bench_shape(bench *b, const nc_bench_shape *h, int N, nc_error *err) {
@@ -374,7 +537,7 @@ static int bench_shape(bench *b, const nc_bench_shape *h, int N, nc_error *err) 
     double ms = 0.0, cudnn_ms = 0.0;
     conv_ctx c;
     memset(&c, 0, sizeof c);
-    uint8_t *xu = NULL; // (N, C, H, W) pixels, for the fused row that reads the model's input
+    uint8_t *xu = NULL; // (N, C, H, W) pixels, for the fused rows that read the model's input
     c.sh = h;
     c.N = N;
     const float bound = 1.0f / sqrtf((float)(h->C * h->K * h->K));
@@ -396,16 +559,16 @@ static int bench_shape(bench *b, const nc_bench_shape *h, int N, nc_error *err) 
     /* cuDNN first: its fp32 time is every row's yardstick. */
     for (int half = 0; half < 2; half++) {
         const char *algo = "";
-        const int elem = half ? 2 : 4;
-        if (cudnnCreate(&d.h) != CUDNN_STATUS_SUCCESS) {
+        const int elem = half ? 2 : 4, precision = half ? NC_PRECISION_FP16 : NC_PRECISION_FP32;
+        if (lib->cudnnCreate(&d.h) != CUDNN_STATUS_SUCCESS) {
             rc = nc_fail(err, NC_ERR_DEVICE, "cudnnCreate failed");
             goto cleanup;
         }
-        cudnnSetStream(d.h, b->stream);
-        cudnnCreateTensorDescriptor(&d.xd);
-        cudnnCreateTensorDescriptor(&d.yd);
-        cudnnCreateFilterDescriptor(&d.wd);
-        cudnnCreateConvolutionDescriptor(&d.cd);
+        lib->cudnnSetStream(d.h, b->stream);
+        lib->cudnnCreateTensorDescriptor(&d.xd);
+        lib->cudnnCreateTensorDescriptor(&d.yd);
+        lib->cudnnCreateFilterDescriptor(&d.wd);
+        lib->cudnnCreateConvolutionDescriptor(&d.cd);
         CUDA_TRY(cudaMalloc(&d.x, nx * elem));
         CUDA_TRY(cudaMalloc(&d.w, nk * elem));
         CUDA_TRY(cudaMalloc(&d.y, ny * elem));
@@ -423,20 +586,20 @@ static int bench_shape(bench *b, const nc_bench_shape *h, int N, nc_error *err) 
         if (!rc) rc = time_median(b, op_cudnn, &d, &ms, &runs, err);
         if (rc) {
             /* Report and go on: a shape cuDNN cannot take in fp16 does not end the benchmark. */
-            fprintf(b->out, "%-30s %6d  cudnn %s: %s\n", h->name, N, half ? "fp16" : "fp32", err->msg);
+            fprintf(b->out, "%-30s %6d  cudnn %s: %s\n", h->name, N, prec_name(precision), err->msg);
             rc = NC_OK;
         } else {
             if (!half) cudnn_ms = ms;
-            char v[48];
-            snprintf(v, sizeof v, "cudnn %s %s", half ? "fp16" : "fp32", algo);
-            emit_row(b, h, N, v, half ? "fp16" : "fp32", half ? "reduced precision (fp16 data and arithmetic)" : "", ms,
-                     runs, cost(b, h, N, 0, 0, elem, half ? b->tc16 : b->fp32), cudnn_ms);
+            char label[48];
+            snprintf(label, sizeof label, "cudnn %s %s", prec_name(precision), algo);
+            emit_row(b, h, N, 0, label, precision, 0, half ? "reduced precision (fp16 data and arithmetic)" : "", ms,
+                     runs, conv_cost(b, h, N, 0, 0, elem, precision), cudnn_ms);
         }
-        cudnnDestroyTensorDescriptor(d.xd);
-        cudnnDestroyTensorDescriptor(d.yd);
-        cudnnDestroyFilterDescriptor(d.wd);
-        cudnnDestroyConvolutionDescriptor(d.cd);
-        cudnnDestroy(d.h);
+        lib->cudnnDestroyTensorDescriptor(d.xd);
+        lib->cudnnDestroyTensorDescriptor(d.yd);
+        lib->cudnnDestroyFilterDescriptor(d.wd);
+        lib->cudnnDestroyConvolutionDescriptor(d.cd);
+        lib->cudnnDestroy(d.h);
         cudaFree(d.x);
         cudaFree(d.w);
         cudaFree(d.y);
@@ -445,51 +608,69 @@ static int bench_shape(bench *b, const nc_bench_shape *h, int N, nc_error *err) 
     }
 #endif
 
+    /* Every version on the convolution alone, in float, as nc_cuda_conv_forward runs it. The tensor-core versions
+     * run a layer they do not take (C > 1, say) on version 6's fp32 kernel: such a row is fp32. */
     for (int v = 1; v <= nc_cuda_conv_num_versions(); v++) {
-        char name[48];
-        snprintf(name, sizeof name, "v%d %s", v, nc_cuda_conv_version_name(v));
+        char label[48], note[96];
+        snprintf(label, sizeof label, "v%d %s", v, nc_cuda_conv_version_name(v));
         c.version = v;
         rc = time_median(b, op_version, &c, &ms, &runs, err);
-        if (rc == NC_ERR_ARG) { /* a shape outside the version's range */
-            fprintf(b->out, "%-30s %6d  %-26s not taken: %s\n", h->name, N, name, err->msg);
+        if (rc == NC_ERR_ARG) { /* a shape outside the version's range: said, and kept in "not_taken" */
+            fprintf(b->out, "%-30s %6d  %-28s not taken: %s\n", h->name, N, label, err->msg);
+            if (b->not_taken) {
+                cJSON *r = cJSON_CreateObject();
+                shape_json(r, h);
+                cJSON_AddNumberToObject(r, "N", N);
+                cJSON_AddStringToObject(r, "version", label);
+                cJSON_AddNumberToObject(r, "version_number", v);
+                cJSON_AddStringToObject(r, "reason", err->msg);
+                cJSON_AddItemToArray(b->not_taken, r);
+            }
             rc = NC_OK;
             continue;
         }
         if (rc) goto cleanup;
-        /* Versions 7 and 8 are reduced precision where they take the shape (C = 1), against the TF32 peak. */
         const nc_conv_epilogue alone = {-1, -1, 1, 1};
-        const int tc = v >= 7 && nc_conv_tc_takes(h->C, h->H, h->W, h->M, h->K, &alone);
-        const char *prec = tc ? nc_cuda_conv_version_note(v) : "fp32";
-        emit_row(b, h, N, name, prec, tc ? prec : "", ms, runs, cost(b, h, N, 0, 0, 4, tc ? b->tc32 : b->fp32),
-                 cudnn_ms);
+        int p = nc_cuda_conv_version_precision(v);
+        if (p != NC_PRECISION_FP32 && !nc_conv_tc_takes(h->C, h->H, h->W, h->M, h->K, &alone)) {
+            snprintf(note, sizeof note, "not taken by the tensor cores: version 6's fp32 kernel");
+            p = NC_PRECISION_FP32;
+        } else {
+            precision_note(p, note, sizeof note);
+        }
+        emit_row(b, h, N, v, label, p, 0, note, ms, runs, conv_cost(b, h, N, 0, 0, 4, p), cudnn_ms);
     }
-    /* Version 6 as the network runs it: with its activation and pooling, on uint8 pixels where it reads the
-     * model's input. */
+    /* Version 6 and the tensor-core versions as the network runs them: with the activation and pooling, on uint8
+     * pixels where the layer reads the model's input. */
     c.epi.act = h->act;
     c.epi.pool = h->pool;
-    c.epi.P = h->P;
-    c.epi.S = h->S;
+    c.epi.P = h->pool >= 0 ? h->P : 1;
+    c.epi.S = h->pool >= 0 ? h->S : 1;
+    c.xu = h->input_u8 ? xu : NULL;
+    memcpy(c.lut.v, h->lut, sizeof c.lut.v);
     if ((h->act >= 0 || h->pool >= 0) && nc_conv_direct_fuses(&c.epi, h->K)) {
-        char name[48], note[64];
-        c.xu = h->input_u8 ? xu : NULL;
-        memcpy(c.lut.v, h->lut, sizeof c.lut.v);
-        snprintf(name, sizeof name, "v6 fused%s", c.xu ? " u8" : "");
+        char label[48], note[160], pnote[96];
+        snprintf(label, sizeof label, "v%d fused%s", FUSED_VERSION, c.xu ? " u8" : "");
         snprintf(note, sizeof note, "fused %s+%s", kind_name(h->act), kind_name(h->pool));
         if ((rc = time_median(b, op_fused, &c, &ms, &runs, err))) goto cleanup;
-        emit_row(b, h, N, name, "fp32", note, ms, runs, cost(b, h, N, 1, c.xu != NULL, 4, b->fp32), cudnn_ms);
+        emit_row(b, h, N, FUSED_VERSION, label, NC_PRECISION_FP32, 1, note, ms, runs,
+                 conv_cost(b, h, N, 1, c.xu != NULL, 4, NC_PRECISION_FP32), cudnn_ms);
         /* The tensor-core versions, fused, where they take the layer (else they are version 6, timed above). */
-        for (int v = 7; v <= 8 && nc_conv_tc_takes(h->C, h->H, h->W, h->M, h->K, &c.epi); v++) {
-            const char *prec = nc_cuda_conv_version_note(v);
-            snprintf(name, sizeof name, "v%d fused%s", v, c.xu ? " u8" : "");
-            snprintf(note, sizeof note, "fused %s+%s, %s", kind_name(h->act), kind_name(h->pool), prec);
+        for (int v = 1; v <= nc_cuda_conv_num_versions(); v++) {
+            const int p = nc_cuda_conv_version_precision(v);
+            if (p == NC_PRECISION_FP32 || !nc_conv_tc_takes(h->C, h->H, h->W, h->M, h->K, &c.epi)) continue;
+            precision_note(p, pnote, sizeof pnote);
+            snprintf(label, sizeof label, "v%d %s fused%s", v, nc_cuda_conv_version_name(v), c.xu ? " u8" : "");
+            snprintf(note, sizeof note, "fused %s+%s, %s", kind_name(h->act), kind_name(h->pool), pnote);
             c.version = v;
             if ((rc = time_median(b, op_tc, &c, &ms, &runs, err))) goto cleanup;
-            emit_row(b, h, N, name, prec, note, ms, runs, cost(b, h, N, 1, c.xu != NULL, 4, b->tc32), cudnn_ms);
+            emit_row(b, h, N, v, label, p, 1, note, ms, runs, conv_cost(b, h, N, 1, c.xu != NULL, 4, p), cudnn_ms);
         }
     }
+    if (b->sweep) rc = sweep_shape(b, &c, cudnn_ms, err);
 cleanup:
 #ifdef NC_HAVE_CUDNN
-    if (d.h) cudnnDestroy(d.h);
+    if (d.h) lib->cudnnDestroy(d.h);
     cudaFree(d.x);
     cudaFree(d.w);
     cudaFree(d.y);
@@ -499,6 +680,113 @@ cleanup:
     cudaFree(c.y);
     cudaFree(c.k);
     cudaFree(xu);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ dense layers */
+
+typedef struct {
+    cublasHandle_t h;
+    int precision; /* ours: the GEMM's NC_PRECISION_*; cuBLAS: FP32 (default math) or TF32 (tensor-op math) */
+    int blas;      /* cuBLAS rather than ours */
+    float *y, *x, *w, *bias;
+    void *wp; /* w prepared for precision (ours on the tensor cores): converted once, outside the timing */
+    int B, IN, OUT;
+} dense_ctx;
+
+static int op_dense(void *ctx, cudaStream_t s, nc_error *err) {
+    dense_ctx *g = (dense_ctx *)ctx;
+    if (!g->blas) {
+        if (g->precision == NC_PRECISION_FP32)
+            return nc_cuda_dense_forward(g->y, g->x, g->w, g->bias, g->B, g->IN, g->OUT, s, err);
+        return nc_cuda_dense_tc_forward_prepared(g->precision, g->y, g->x, g->wp, g->bias, g->B, g->IN, g->OUT, s, err);
+    }
+    /* Row-major y (B, OUT) = x (B, IN) w^T, w (OUT, IN): column-major y^T (OUT, B) = (w^T)^T x^T, no bias. */
+    const float one = 1.0f, zero = 0.0f;
+    cublasStatus_t st = lib->cublasSetMathMode(g->h, g->precision == NC_PRECISION_TF32 ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                                                       : CUBLAS_DEFAULT_MATH);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = lib->cublasSgemm(g->h, CUBLAS_OP_T, CUBLAS_OP_N, g->OUT, g->B, g->IN, &one, g->w, g->IN, g->x, g->IN,
+                              &zero, g->y, g->OUT);
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return nc_fail(err, NC_ERR_DEVICE, "cublasSgemm (%s) failed: %s", prec_name(g->precision),
+                       lib->cublasGetStatusString(st));
+    return NC_OK;
+}
+
+/* Dense layer li of m alone at batch N: cuBLAS fp32 first (the yardstick) and TF32, then our SIMT fp32 GEMM and
+ * our tensor-core GEMM at every precision it takes. Random x and w, bias for ours. */
+static int bench_dense(bench *b, const nc_model *m, int li, int N, nc_error *err) {
+    const nc_layer *l = &m->layers[li];
+    const int IN = (int)nc_shape_size(l->in), OUT = l->m;
+    dense_ctx g;
+    memset(&g, 0, sizeof g);
+    g.h = b->blas;
+    g.B = N, g.IN = IN, g.OUT = OUT;
+    int rc = NC_OK, runs = 0;
+    double ms = 0.0, blas_ms = 0.0;
+    char what[48];
+    snprintf(what, sizeof what, "%.20s d%d %dx%d", m->name, li, IN, OUT);
+    CUDA_TRY(cudaMalloc((void **)&g.x, (size_t)N * IN * sizeof(float)));
+    CUDA_TRY(cudaMalloc((void **)&g.w, (size_t)OUT * IN * sizeof(float)));
+    CUDA_TRY(cudaMalloc((void **)&g.bias, (size_t)OUT * sizeof(float)));
+    CUDA_TRY(cudaMalloc((void **)&g.y, (size_t)N * OUT * sizeof(float)));
+    bench_fill_kernel<<<grid_for((size_t)N * IN), 256, 0, b->stream>>>(g.x, (size_t)N * IN, 21, -1.0f, 1.0f);
+    bench_fill_kernel<<<grid_for((size_t)OUT * IN), 256, 0, b->stream>>>(
+        g.w, (size_t)OUT * IN, 22, -1.0f / sqrtf((float)IN), 1.0f / sqrtf((float)IN));
+    bench_fill_kernel<<<grid_for(OUT), 256, 0, b->stream>>>(g.bias, OUT, 23, -0.1f, 0.1f);
+    CUDA_TRY(cudaGetLastError());
+    {
+        const double flops = 2.0 * N * (double)IN * OUT;
+        const double bytes = 4.0 * ((double)N * IN + (double)OUT * IN + (double)N * OUT);
+        /* Rows: (blas, precision), cuBLAS fp32 first; then ours at every precision. */
+        for (int i = 0; i < 2 + NC_PRECISION_COUNT; i++) {
+            g.blas = i < 2;
+            g.precision = i == 0 ? NC_PRECISION_FP32 : i == 1 ? NC_PRECISION_TF32 : i - 2;
+            char label[48], note[96];
+            if (g.blas)
+                snprintf(label, sizeof label, "cublas sgemm %s", g.precision ? "tf32 math" : "default math");
+            else
+                snprintf(label, sizeof label, "ours %s", g.precision ? "tensor cores" : "simt");
+            if (!g.blas && g.precision != NC_PRECISION_FP32) { /* as the backend does at load time */
+                cudaFree(g.wp);
+                g.wp = NULL;
+                CUDA_TRY(cudaMalloc(&g.wp, nc_cuda_dense_tc_prepared_size(g.precision, IN, OUT)));
+                rc = nc_cuda_dense_tc_prepare(g.precision, g.wp, g.w, IN, OUT, b->stream, err);
+            }
+            if (!rc) rc = time_median(b, op_dense, &g, &ms, &runs, err);
+            if (rc == NC_ERR_ARG) { /* a precision our tensor-core GEMM does not take */
+                fprintf(b->out, "%-30s %6d  %-28s %-6s not taken: %s\n", what, N, label, prec_name(g.precision),
+                        err->msg);
+                rc = NC_OK;
+                continue;
+            }
+            if (rc) goto cleanup;
+            if (i == 0) blas_ms = ms;
+            precision_note(g.precision, note, sizeof note);
+            if (g.blas) snprintf(note + strlen(note), sizeof note - strlen(note), "%sno bias", note[0] ? ", " : "");
+            const op_cost c = make_cost(b, flops, bytes + (g.blas ? 0.0 : 4.0 * OUT), g.precision, 0);
+            print_row(b, what, N, label, g.precision, ms, &c, blas_ms, note);
+            if (!b->dense) continue;
+            cJSON *r = cJSON_CreateObject();
+            cJSON_AddStringToObject(r, "model", m->name);
+            cJSON_AddNumberToObject(r, "layer", li);
+            cJSON_AddNumberToObject(r, "IN", IN);
+            cJSON_AddNumberToObject(r, "OUT", OUT);
+            cJSON_AddStringToObject(r, "impl", label);
+            cJSON_AddBoolToObject(r, "cublas", g.blas);
+            row_json(r, N, g.precision, note, ms, runs, &c);
+            cJSON_AddNumberToObject(r, "vs_cublas_fp32", blas_ms > 0.0 ? blas_ms / ms : 0.0);
+            cJSON_AddItemToArray(b->dense, r);
+        }
+    }
+cleanup:
+    lib->cublasSetMathMode(b->blas, CUBLAS_DEFAULT_MATH);
+    cudaFree(g.x);
+    cudaFree(g.w);
+    cudaFree(g.wp);
+    cudaFree(g.bias);
+    cudaFree(g.y);
     return rc;
 }
 
@@ -558,50 +846,66 @@ static double correctness(const int *pred, const nc_dataset *ds, int n) {
     return (double)ok / n;
 }
 
+/* The whole network, host uint8 images to predictions: the cuda backend at every precision (its default conv
+ * kernels: --conv-kernel 0), then the cudnn backend, which every cuda line is compared with. */
 static int bench_network(bench *b, const nc_model *m, const nc_dataset *ds, int n, cJSON *nets, nc_error *err) {
+    enum { LINES = NC_PRECISION_COUNT + 1 }; /* the last: cudnn */
     int *pred = (int *)malloc((size_t)n * sizeof(int));
     if (!pred) return nc_fail(err, NC_ERR_NOMEM, "out of host memory");
-    /* cudnn last: the cuda lines are compared with it. Precisions 1, 2: tf32 and 3xtf32 (versions 7, 8). */
-    const char *backends[5] = {"cuda", "cuda", "cuda", "cuda", "cudnn"};
-    const int versions[5] = {6, 0, 0, 0, 0}, precisions[5] = {0, 0, 1, 2, 0};
-    static const char *const prec_names[3] = {"fp32", "tf32", "3xtf32"};
-    double t[5] = {0, 0, 0, 0, 0};
+    double t[LINES] = {0}, acc[LINES] = {0};
+    cJSON *rows[LINES] = {0};
     int rc = NC_OK;
-    for (int i = 0; i < 5 && !rc; i++) {
-        rc = time_network(m, backends[i], versions[i], precisions[i], ds, n, b->reps < 10 ? b->reps : 10, pred, &t[i],
-                          err);
-        if (rc == NC_ERR_UNAVAILABLE && i == 4) { /* no cudnn built */
+    for (int i = 0; i < LINES && !rc; i++) {
+        const char *backend = i < NC_PRECISION_COUNT ? "cuda" : "cudnn";
+        const int precision = i < NC_PRECISION_COUNT ? i : NC_PRECISION_FP32;
+        rc = time_network(m, backend, 0, precision, ds, n, b->reps < 10 ? b->reps : 10, pred, &t[i], err);
+        if (rc == NC_ERR_UNAVAILABLE && i == NC_PRECISION_COUNT) { /* no cudnn built */
             rc = NC_OK;
             continue;
         }
+        if (rc == NC_ERR_ARG) { /* a precision this build's backend refuses */
+            fprintf(b->out, "%-30s %6d  network %s --precision %s: not run: %s\n", m->name, n, backend,
+                    prec_name(precision), err->msg);
+            t[i] = 0.0, rc = NC_OK;
+            continue;
+        }
         if (rc) break;
-        const double acc = correctness(pred, ds, n);
-        fprintf(b->out, "%-30s %6d  network %s --conv-kernel %d --precision %s: %.3f ms, correctness %.4f\n", m->name,
-                n, backends[i], versions[i], prec_names[precisions[i]], t[i], acc);
+        acc[i] = correctness(pred, ds, n);
         if (nets) {
-            cJSON *r = cJSON_CreateObject();
-            cJSON_AddStringToObject(r, "model", m->name);
-            cJSON_AddNumberToObject(r, "N", n);
-            cJSON_AddStringToObject(r, "backend", backends[i]);
-            cJSON_AddNumberToObject(r, "conv_kernel", versions[i]);
-            cJSON_AddStringToObject(r, "precision", prec_names[precisions[i]]);
-            cJSON_AddNumberToObject(r, "ms", t[i]);
-            cJSON_AddNumberToObject(r, "correctness", acc);
-            cJSON_AddItemToArray(nets, r);
+            rows[i] = cJSON_CreateObject();
+            cJSON_AddStringToObject(rows[i], "model", m->name);
+            cJSON_AddNumberToObject(rows[i], "N", n);
+            cJSON_AddStringToObject(rows[i], "backend", backend);
+            cJSON_AddNumberToObject(rows[i], "conv_kernel", 0);
+            cJSON_AddStringToObject(rows[i], "precision", prec_name(precision));
+            cJSON_AddBoolToObject(rows[i], "exact", precision == NC_PRECISION_FP32);
+            cJSON_AddNumberToObject(rows[i], "ms", t[i]);
+            cJSON_AddNumberToObject(rows[i], "correctness", acc[i]);
+            cJSON_AddItemToArray(nets, rows[i]);
         }
     }
-    for (int i = 0; i < 4 && !rc && t[4] > 0.0; i++)
-        fprintf(b->out, "%-30s %6d  network: cuda --conv-kernel %d --precision %s is %.2fx the cudnn backend\n",
-                m->name, n, versions[i], prec_names[precisions[i]], t[4] / t[i]);
+    const double dnn = t[LINES - 1];
+    for (int i = 0; i < LINES && !rc; i++) {
+        if (t[i] <= 0.0) continue;
+        const int precision = i < NC_PRECISION_COUNT ? i : NC_PRECISION_FP32;
+        char note[96];
+        precision_note(precision, note, sizeof note);
+        fprintf(b->out, "%-30s %6d  network %-5s --precision %-6s %10.3f ms  correctness %.4f", m->name, n,
+                i < NC_PRECISION_COUNT ? "cuda" : "cudnn", prec_name(precision), t[i], acc[i]);
+        if (i < NC_PRECISION_COUNT && dnn > 0.0) fprintf(b->out, "  %.2fx the cudnn backend", dnn / t[i]);
+        fprintf(b->out, "%s%s\n", note[0] ? "  " : "", note);
+        if (rows[i]) cJSON_AddNumberToObject(rows[i], "vs_cudnn_backend", dnn > 0.0 ? dnn / t[i] : 0.0);
+    }
     free(pred);
     return rc;
 }
 
-/* Every version's predictions on the first n images against cpu-ref's. Versions 7 and 8 run as --precision tf32
- * and 3xtf32 do (their dense layers on the tensor cores too): reduced precision, so their differences are
- * reported and fail the check only where they cost more than 0.002 of correctness. */
+/* Every version's predictions on the first n images against cpu-ref's, run as --conv-kernel v --precision of the
+ * version (so the reduced-precision ones have their dense layers on the tensor cores too). Exact versions must
+ * equal cpu-ref; the others fail the check only where they cost more than 0.002 of correctness. A version the
+ * backend will not run counts in *unrun. */
 static int check_network(bench *b, const nc_model *m, const nc_dataset *ds, int n, cJSON *checks, int *bad_total,
-                         nc_error *err) {
+                         int *unrun, nc_error *err) {
     int *ref = (int *)malloc((size_t)n * sizeof(int)), *pred = (int *)malloc((size_t)n * sizeof(int));
     int rc = NC_OK;
     nc_session *s = NULL;
@@ -617,28 +921,49 @@ static int check_network(bench *b, const nc_model *m, const nc_dataset *ds, int 
         nc_run_opts opts;
         memset(&opts, 0, sizeof opts);
         opts.conv_kernel = v;
-        opts.precision = v == 7 ? NC_PRECISION_TF32 : v == 8 ? NC_PRECISION_3XTF32 : NC_PRECISION_FP32;
-        if ((rc = nc_session_create(&s, m, "cuda", &opts, err))) goto done;
-        rc = nc_session_run(s, ds->images, n, ds->h, ds->w, pred, NULL, NULL, err);
-        nc_session_free(s);
+        opts.precision = nc_cuda_conv_version_precision(v);
+        rc = nc_session_create(&s, m, "cuda", &opts, err);
+        if (!rc) {
+            rc = nc_session_run(s, ds->images, n, ds->h, ds->w, pred, NULL, NULL, err);
+            nc_session_free(s);
+        }
+        if (rc == NC_ERR_ARG) {
+            fprintf(b->out, "%-30s %6d  check v%d %-14s not run: %s\n", m->name, n, v, nc_cuda_conv_version_name(v),
+                    err->msg);
+            if (checks) {
+                cJSON *r = cJSON_CreateObject();
+                cJSON_AddStringToObject(r, "model", m->name);
+                cJSON_AddNumberToObject(r, "N", n);
+                cJSON_AddNumberToObject(r, "conv_kernel", v);
+                cJSON_AddStringToObject(r, "precision", prec_name(opts.precision));
+                cJSON_AddStringToObject(r, "error", err->msg);
+                cJSON_AddItemToArray(checks, r);
+            }
+            ++*unrun;
+            rc = NC_OK;
+            continue;
+        }
         if (rc) goto done;
         int differ = 0;
         for (int i = 0; i < n; i++) differ += pred[i] != ref[i];
         const double loss = correctness(ref, ds, n) - correctness(pred, ds, n);
-        if (opts.precision == NC_PRECISION_FP32 || loss > 0.002) *bad_total += differ;
+        const int exact = opts.precision == NC_PRECISION_FP32;
+        const int failed = differ && (exact || loss > 0.002);
+        if (failed) *bad_total += differ;
         fprintf(b->out, "%-30s %6d  check v%d %-14s predictions differing from cpu-ref: %d", m->name, n, v,
                 nc_cuda_conv_version_name(v), differ);
-        if (opts.precision != NC_PRECISION_FP32)
-            fprintf(b->out, " (%s, correctness loss %.4f)", nc_cuda_conv_version_note(v), loss);
-        fprintf(b->out, "\n");
+        if (!exact) fprintf(b->out, " (%s, correctness loss %.4f)", prec_name(opts.precision), loss);
+        fprintf(b->out, "%s\n", failed ? "  FAILED" : "");
         if (checks) {
             cJSON *r = cJSON_CreateObject();
             cJSON_AddStringToObject(r, "model", m->name);
             cJSON_AddNumberToObject(r, "N", n);
             cJSON_AddNumberToObject(r, "conv_kernel", v);
+            cJSON_AddStringToObject(r, "precision", prec_name(opts.precision));
             cJSON_AddNumberToObject(r, "differ_from_cpu_ref", differ);
-            cJSON_AddStringToObject(r, "precision", opts.precision ? nc_cuda_conv_version_note(v) : "fp32");
             cJSON_AddNumberToObject(r, "correctness", correctness(pred, ds, n));
+            cJSON_AddNumberToObject(r, "correctness_loss", loss);
+            cJSON_AddBoolToObject(r, "passed", !failed);
             cJSON_AddItemToArray(checks, r);
         }
     }
@@ -650,20 +975,67 @@ done:
 
 /* ------------------------------------------------------------------ entry */
 
-static const char header[] = "%-30s %6s  %-26s %10s %9s %8s %8s %8s\n";
+int nc_cuda_gpu_count(void) {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return count;
+}
+
+static int same_shape(const nc_bench_shape *a, const nc_bench_shape *b) {
+    return a->C == b->C && a->H == b->H && a->W == b->W && a->M == b->M && a->K == b->K && a->act == b->act &&
+           a->pool == b->pool && a->P == b->P && a->input_u8 == b->input_u8;
+}
+
+/* Whether an earlier model has this convolution shape (2017 high and low, say): it is timed once. */
+static int shape_seen(const nc_cuda_bench_opts *o, int model, const nc_bench_shape *s) {
+    for (int e = 0; e < model; e++) {
+        nc_bench_shape prev[NC_MAX_LAYERS];
+        int np = 0;
+        nc_bench_shapes_of(o->models[e], prev, NC_MAX_LAYERS, &np);
+        for (int q = 0; q < np; q++)
+            if (same_shape(&prev[q], s)) return 1;
+    }
+    return 0;
+}
+
+static void versions_json(cJSON *json) {
+    cJSON *vs = cJSON_AddArrayToObject(json, "versions");
+    for (int v = 1; v <= nc_cuda_conv_num_versions(); v++) {
+        cJSON *r = cJSON_CreateObject();
+        cJSON_AddNumberToObject(r, "version", v);
+        cJSON_AddStringToObject(r, "name", nc_cuda_conv_version_name(v));
+        cJSON_AddStringToObject(r, "precision", prec_name(nc_cuda_conv_version_precision(v)));
+        cJSON_AddItemToArray(vs, r);
+    }
+    int n = 0;
+    const nc_conv_tc_tuning *t = nc_conv_tc_tunings(&n);
+    cJSON *ts = cJSON_AddArrayToObject(json, "tunings");
+    for (int i = 0; i < n; i++) {
+        cJSON *r = cJSON_CreateObject();
+        cJSON_AddNumberToObject(r, "tuning", i);
+        cJSON_AddNumberToObject(r, "images_per_block", t[i].images_per_block);
+        cJSON_AddItemToArray(ts, r);
+    }
+}
 
 int nc_cuda_bench(const nc_cuda_bench_opts *o, FILE *out, cJSON *json, nc_error *err) {
-    int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-        (void)cudaGetLastError();
-        return nc_fail(err, NC_ERR_UNAVAILABLE, "bench: no CUDA GPU found");
-    }
+    if (nc_cuda_gpu_count() == 0) return nc_fail(err, NC_ERR_UNAVAILABLE, "bench: no CUDA GPU found");
     int rc = NC_OK;
     bench b;
     memset(&b, 0, sizeof b);
     b.out = out;
     b.reps = o->reps < 3 ? 3 : o->reps;
+    b.sweep = o->sweep;
     CUDA_RET(cudaSetDevice(o->device));
+#ifdef NC_HAVE_CUDNN
+    rc = nc_vendor_load(&lib, NC_VENDOR_CUBLAS | NC_VENDOR_CUDNN, err);
+#else
+    rc = nc_vendor_load(&lib, NC_VENDOR_CUBLAS, err);
+#endif
+    if (rc) return rc;
     cudaDeviceProp prop;
     CUDA_RET(cudaGetDeviceProperties(&prop, o->device));
     int drv = 0, rt = 0;
@@ -675,10 +1047,14 @@ int nc_cuda_bench(const nc_cuda_bench_opts *o, FILE *out, cJSON *json, nc_error 
     fprintf(out, "GPU: %s (%d SMs, %.0f MB L2), CUDA driver API %d, runtime %d", prop.name, prop.multiProcessorCount,
             prop.l2CacheSize / 1e6, drv, rt);
 #ifdef NC_HAVE_CUDNN
-    fprintf(out, ", cuDNN %zu", cudnnGetVersion());
+    fprintf(out, ", cuDNN %zu", lib->cudnnGetVersion());
 #endif
     fprintf(out, ", %s\n", date);
-    cJSON *rows = NULL, *nets = NULL, *checks = NULL;
+    fprintf(out, "conv versions:");
+    for (int v = 1; v <= nc_cuda_conv_num_versions(); v++)
+        fprintf(out, " v%d %s (%s)%s", v, nc_cuda_conv_version_name(v), prec_name(nc_cuda_conv_version_precision(v)),
+                v < nc_cuda_conv_num_versions() ? "," : "\n");
+    cJSON *nets = NULL, *checks = NULL;
     if (json) {
         cJSON *dj = cJSON_AddObjectToObject(json, "device");
         cJSON_AddStringToObject(dj, "gpu", prop.name);
@@ -686,68 +1062,91 @@ int nc_cuda_bench(const nc_cuda_bench_opts *o, FILE *out, cJSON *json, nc_error 
         cJSON_AddNumberToObject(dj, "cuda_driver_api", drv);
         cJSON_AddNumberToObject(dj, "cuda_runtime", rt);
 #ifdef NC_HAVE_CUDNN
-        cJSON_AddNumberToObject(dj, "cudnn", (double)cudnnGetVersion());
+        cJSON_AddNumberToObject(dj, "cudnn", (double)lib->cudnnGetVersion());
 #endif
         cJSON_AddStringToObject(dj, "date", date);
-        rows = cJSON_AddArrayToObject(json, "layers");
+        versions_json(json);
+        b.rows = cJSON_AddArrayToObject(json, "layers");
+        b.dense = cJSON_AddArrayToObject(json, "dense");
+        b.sweeps = cJSON_AddArrayToObject(json, "sweep");
+        b.not_taken = cJSON_AddArrayToObject(json, "not_taken");
         nets = cJSON_AddArrayToObject(json, "networks");
         checks = cJSON_AddArrayToObject(json, "checks");
     }
-    b.rows = rows;
     CUDA_TRY(cudaStreamCreateWithFlags(&b.stream, cudaStreamNonBlocking));
     CUDA_TRY(cudaEventCreate(&b.e0));
     CUDA_TRY(cudaEventCreate(&b.e1));
     CUDA_TRY(cudaMalloc(&b.flush, FLUSH_BYTES));
+    if (lib->cublasCreate(&b.blas) != CUBLAS_STATUS_SUCCESS) {
+        b.blas = NULL;
+        rc = nc_fail(err, NC_ERR_DEVICE, "cublasCreate failed");
+        goto cleanup;
+    }
+    lib->cublasSetStream(b.blas, b.stream);
     if ((rc = measure_floors(&b, err))) goto cleanup;
     fprintf(out,
-            "floors: copy %.0f GB/s (read + written), FFMA %.1f TFLOP/s, tensor fp16 %.0f TFLOP/s, tf32 %.0f "
-            "TFLOP/s\n",
-            b.bw / 1e9, b.fp32 / 1e12, b.tc16 / 1e12, b.tc32 / 1e12);
+            "floors: copy %.0f GB/s (read + written), FFMA %.1f TFLOP/s, tensor tf32 %.0f, fp16 %.0f, bf16 %.0f "
+            "TFLOP/s (3xtf32: 3 MMAs a product, 2 on uint8 pixels, against tf32's)\n",
+            b.bw / 1e9, b.fp32 / 1e12, b.tc32 / 1e12, b.tc16 / 1e12, b.tcbf16 / 1e12);
     if (json) {
         cJSON *fj = cJSON_AddObjectToObject(json, "floors");
         cJSON_AddNumberToObject(fj, "copy_bytes_per_s", b.bw);
         cJSON_AddNumberToObject(fj, "fp32_flops_per_s", b.fp32);
-        cJSON_AddNumberToObject(fj, "tensor_fp16_flops_per_s", b.tc16);
         cJSON_AddNumberToObject(fj, "tensor_tf32_flops_per_s", b.tc32);
+        cJSON_AddNumberToObject(fj, "tensor_fp16_flops_per_s", b.tc16);
+        cJSON_AddNumberToObject(fj, "tensor_bf16_flops_per_s", b.tcbf16);
     }
-    fprintf(out, header, "layer", "N", "version", "ms", "GFLOP/s", "GB/s", "floor", "x cudnn");
+    if (o->n_ns && (o->n_models || o->n_shapes))
+        fprintf(out, header, "layer", "N", "version", "prec", "ms", "GFLOP/s", "GB/s", "floor", "x cudnn", "note");
     for (int i = 0; i < o->n_models; i++) {
         nc_bench_shape shapes[NC_MAX_LAYERS];
         int n = 0;
         nc_bench_shapes_of(o->models[i], shapes, NC_MAX_LAYERS, &n);
-        for (int s = 0; s < n; s++) {
-            /* A shape an earlier model had (2017 high and low, say) is timed once. */
-            int seen = 0;
-            for (int e = 0; e < i && !seen; e++) {
-                nc_bench_shape prev[NC_MAX_LAYERS];
-                int np = 0;
-                nc_bench_shapes_of(o->models[e], prev, NC_MAX_LAYERS, &np);
-                for (int q = 0; q < np && !seen; q++)
-                    seen = prev[q].C == shapes[s].C && prev[q].H == shapes[s].H && prev[q].W == shapes[s].W &&
-                           prev[q].M == shapes[s].M && prev[q].K == shapes[s].K && prev[q].act == shapes[s].act &&
-                           prev[q].pool == shapes[s].pool && prev[q].P == shapes[s].P &&
-                           prev[q].input_u8 == shapes[s].input_u8;
-            }
-            for (int j = 0; j < o->n_ns && !seen; j++)
+        for (int s = 0; s < n; s++)
+            for (int j = 0; j < o->n_ns && !shape_seen(o, i, &shapes[s]); j++)
                 if ((rc = bench_shape(&b, &shapes[s], o->ns[j], err))) goto cleanup;
-        }
     }
     for (int s = 0; s < o->n_shapes; s++)
         for (int j = 0; j < o->n_ns; j++)
             if ((rc = bench_shape(&b, &o->shapes[s], o->ns[j], err))) goto cleanup;
+    {
+        int seen[MAX_DENSE_SEEN][3], n_seen = 0, header_done = 0;
+        for (int i = 0; i < o->n_models; i++)
+            for (int li = 0; li < o->models[i]->n_layers; li++) {
+                const nc_layer *l = &o->models[i]->layers[li];
+                if (l->kind != NC_DENSE) continue;
+                for (int j = 0; j < o->n_ns; j++) {
+                    const int key[3] = {(int)nc_shape_size(l->in), l->m, o->ns[j]};
+                    int dup = 0;
+                    for (int q = 0; q < n_seen && !dup; q++)
+                        dup = seen[q][0] == key[0] && seen[q][1] == key[1] && seen[q][2] == key[2];
+                    if (dup) continue;
+                    if (n_seen < MAX_DENSE_SEEN) memcpy(seen[n_seen++], key, sizeof key);
+                    if (!header_done++)
+                        fprintf(out, header, "dense layer", "N", "gemm", "prec", "ms", "GFLOP/s", "GB/s", "floor",
+                                "x cublas", "note");
+                    if ((rc = bench_dense(&b, o->models[i], li, o->ns[j], err))) goto cleanup;
+                }
+            }
+    }
     if (o->data) {
         for (int i = 0; i < o->n_models; i++)
             for (int j = 0; j < o->n_ns; j++)
                 if (o->ns[j] <= o->data->n && (rc = bench_network(&b, o->models[i], o->data, o->ns[j], nets, err)))
                     goto cleanup;
-        int bad = 0;
+        int bad = 0, unrun = 0;
         for (int i = 0; i < o->n_models && o->check_n > 0; i++) {
             const int n = o->check_n < o->data->n ? o->check_n : o->data->n;
-            if ((rc = check_network(&b, o->models[i], o->data, n, checks, &bad, err))) goto cleanup;
+            if ((rc = check_network(&b, o->models[i], o->data, n, checks, &bad, &unrun, err))) goto cleanup;
         }
-        if (bad) rc = nc_fail(err, NC_ERR_MISMATCH, "bench: %d predictions differ from cpu-ref (lines 'check')", bad);
+        if (bad || unrun)
+            rc = nc_fail(err, NC_ERR_MISMATCH,
+                         "bench: %d predictions differ from cpu-ref beyond their precision's allowance, %d versions "
+                         "could not run (lines 'check')",
+                         bad, unrun);
     }
 cleanup:
+    if (b.blas) lib->cublasDestroy(b.blas);
     if (b.flush) cudaFree(b.flush);
     if (b.e0) cudaEventDestroy(b.e0);
     if (b.e1) cudaEventDestroy(b.e1);

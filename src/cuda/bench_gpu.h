@@ -1,13 +1,16 @@
 /*
- * The GPU part of `nanoconv bench`: every convolution kernel version and cuDNN's best fp32 and fp16 algorithms
- * on each convolution layer shape, against the floors of the machine measured in the same run, and the whole
- * network from host uint8 images to predictions on the cuda and cudnn backends.
+ * The GPU part of `nanoconv bench` (--backend cuda or cudnn): every convolution kernel version and cuDNN's best
+ * fp32 and fp16 algorithms on each convolution layer shape, each dense layer on our GEMMs and cuBLAS, against the
+ * floors of the machine measured in the same run, the tensor-core versions' launch tunings (--sweep), and the
+ * whole network from host uint8 images to predictions on the cuda backend at each precision and on cudnn.
  *
  * Each row is the median of repeated runs after a warm-up, L2 flushed before each run, with random inputs
  * (never zeros). Floors: bytes (each input read once, each output written once, the weights once) over the
- * bandwidth of a large device-to-device copy; FLOPs (a multiply-add is 2) over the fp32 peak of an FFMA
- * microbenchmark, or over the tensor-core peak of a cuBLAS fp16 GEMM for the fp16 rows. Share of the floor is
- * floor time over measured time; "x cudnn" is cuDNN fp32's time over the row's.
+ * bandwidth of a large device-to-device copy; FLOPs (a multiply-add is 2) over the peak of the row's precision,
+ * all measured: fp32 an FFMA microbenchmark, tf32, fp16 and bf16 an 8192^3 cuBLAS GEMM (fp32 accumulation).
+ * 3xtf32 issues 3 TF32 MMAs a product (2 where one operand is exact in TF32: uint8 pixels), and its floor counts
+ * them all against the TF32 peak. Share of the floor is floor time over measured time; "x cudnn" is cuDNN fp32's
+ * time over the row's ("x cublas", cuBLAS fp32's, for dense layers).
  */
 #ifndef NC_BENCH_GPU_H
 #define NC_BENCH_GPU_H
@@ -20,7 +23,7 @@
 extern "C" {
 #endif
 
-/* One convolution layer shape, and what follows it that version 6 may fuse. */
+/* One convolution layer shape, and what follows it that the fused versions (6 and the tensor-core ones) may fuse. */
 typedef struct nc_bench_shape {
     char name[64];
     int C, H, W, M, K;
@@ -45,12 +48,19 @@ typedef struct nc_cuda_bench_opts {
     int device;             /* GPU index */
     const nc_dataset *data; /* test images for the whole-network lines and the check; NULL: neither */
     int check_n;            /* images on which each version's predictions are compared with cpu-ref (0: none) */
+    int sweep;              /* also time every nc_conv_tc_tunings() tuning of the tensor-core versions */
 } nc_cuda_bench_opts;
 
-/* Runs the benchmark, printing a table to out and, where json (a cJSON object) is not NULL, adding to it
- * "device", "floors", "layers" (one row per shape, N and version) and "networks". Fails with
- * NC_ERR_UNAVAILABLE where there is no GPU, NC_ERR_DEVICE on a CUDA, cuDNN or cuBLAS failure, and
- * NC_ERR_MISMATCH where a version's predictions differ from cpu-ref (after the whole report). */
+/* The CUDA GPUs present: 0 where there is none, or no driver. */
+int nc_cuda_gpu_count(void);
+
+/* Runs the benchmark, printing tables to out and, where json (a cJSON object) is not NULL, adding to it
+ * "device", "floors", "versions" (number, name, precision of each), "tunings", "layers" (one row per shape, N
+ * and version or cuDNN algorithm), "dense" (one row per dense layer, N and GEMM), "sweep" (one row per shape, N,
+ * tensor-core version and tuning), "not_taken" (a version that refused a shape, and why), "networks" and
+ * "checks". Fails with NC_ERR_UNAVAILABLE where there is no GPU (or cuBLAS cannot be loaded), NC_ERR_DEVICE on
+ * a CUDA, cuDNN or cuBLAS failure, and NC_ERR_MISMATCH where a version's predictions differ from cpu-ref beyond
+ * what its precision allows, or it could not run (after the whole report). */
 struct cJSON;
 int nc_cuda_bench(const nc_cuda_bench_opts *o, FILE *out, struct cJSON *json, nc_error *err);
 

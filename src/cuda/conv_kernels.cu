@@ -13,6 +13,12 @@
  *   6  fused: version 5 with bias + activation + pooling in the epilogue and uint8 input (conv_direct.cu)
  *   7  tc-tf32: C = 1 layers on TF32 tensor cores, fused; reduced precision, opt-in (conv_tc.cu)
  *   8  tc-3xtf32: version 7 with split operands, near-exact (~1e-6 relative; conv_tc.cu)
+ *   9  tc-fp16: version 7 on fp16 tensor cores (m16n8k16, fp32 sums); reduced precision, opt-in (conv_tc.cu)
+ *  10  tc-bf16: version 7 on bf16 tensor cores (m16n8k16, fp32 sums); reduced precision, opt-in (conv_tc.cu)
+ *  11  splitc-tree: input channels split among slices of threads, partial sums added by a shared-memory tree
+ *      (conv_splitc.cu)
+ *  12  splitc-atomic: the same, partial sums atomicAdd()ed into the output: fp32, not bitwise reproducible
+ *      (conv_splitc.cu)
  *   Each file's header comment gives the command that runs its versions; conv_ladder.h declares them.
  *
  * Semantics (every version): y is (B, M, H-K+1, W-K+1), x is (B, C, H, W),
@@ -35,8 +41,8 @@
 /* One thread per output element y[b][m][h][w]: block (x, y) = (w, h) within the
  * tile, grid (tile, m - m0, b - b0). It reads its K x K window of every input
  * channel straight from global memory, as the course's naive kernel did. */
-__global__ void conv_forward_kernel1(float *y, const float *x, const float *k, const float *bias, int C, int H,
-                                     int W, int M, int K, int b0, int m0) {
+__global__ void conv_forward_kernel1(float *y, const float *x, const float *k, const float *bias, int C, int H, int W,
+                                     int M, int K, int b0, int m0) {
     const int Ho = H - K + 1, Wo = W - K + 1;
     const int w_tiles = (Wo + CONV1_TILE - 1) / CONV1_TILE;
     const int h = (int)(blockIdx.x / w_tiles) * CONV1_TILE + (int)threadIdx.y;
@@ -46,7 +52,7 @@ __global__ void conv_forward_kernel1(float *y, const float *x, const float *k, c
     if (h >= Ho || w >= Wo) return;
     float acc = 0.0f;
     for (int c = 0; c < C; c++) {
-        const float *xc = x + (b * C + c) * H * W;          // (H, W)
+        const float *xc = x + (b * C + c) * H * W;         // (H, W)
         const float *kc = k + ((size_t)m * C + c) * K * K; // (K, K)
         for (int p = 0; p < K; p++)
             for (int q = 0; q < K; q++) acc += xc[(h + p) * W + (w + q)] * kc[p * K + q];
@@ -55,10 +61,11 @@ __global__ void conv_forward_kernel1(float *y, const float *x, const float *k, c
 }
 
 /* Grid y and z are limited to 65535, so a large batch (or M) is covered in slices. */
-static int conv_launch1(float *y, const float *x, const float *k, const float *bias, int B, int C, int H, int W,
-                        int M, int K, cudaStream_t stream, nc_error *err) {
+static int conv_launch1(float *y, const float *x, const float *k, const float *bias, int B, int C, int H, int W, int M,
+                        int K, cudaStream_t stream, nc_error *err) {
     const int Ho = H - K + 1, Wo = W - K + 1;
-    const unsigned tiles = (unsigned)((Ho + CONV1_TILE - 1) / CONV1_TILE) * (unsigned)((Wo + CONV1_TILE - 1) / CONV1_TILE);
+    const unsigned tiles =
+        (unsigned)((Ho + CONV1_TILE - 1) / CONV1_TILE) * (unsigned)((Wo + CONV1_TILE - 1) / CONV1_TILE);
     const dim3 block(CONV1_TILE, CONV1_TILE);
     for (int b0 = 0; b0 < B; b0 += 65535) {
         for (int m0 = 0; m0 < M; m0 += 65535) {
@@ -73,31 +80,40 @@ static int conv_launch1(float *y, const float *x, const float *k, const float *b
 
 /* ------------------------------------------------------------ dispatcher */
 
-typedef int (*conv_launcher)(float *y, const float *x, const float *k, const float *bias, int B, int C, int H,
-                             int W, int M, int K, cudaStream_t stream, nc_error *err);
+typedef int (*conv_launcher)(float *y, const float *x, const float *k, const float *bias, int B, int C, int H, int W,
+                             int M, int K, cudaStream_t stream, nc_error *err);
 
 typedef struct {
     const char *name;
     const char *note; /* Op Time's note: says "fused ..." only where the kernel fuses */
+    int precision;    /* NC_PRECISION_*: what the tensor cores round to; fp32 for the exact versions */
+    int reproducible; /* the same bits on every run (not so where atomics decide the order of a sum) */
     conv_launcher launch;
     const void *kernel; /* loaded by nc_cuda_conv_prepare */
 } conv_version;
 
 static const conv_version versions[] = {
-    {"naive", "", conv_launch1, (const void *)conv_forward_kernel1},
-    /* Versions 2..8 pick among several kernels at launch: no one kernel to load ahead (kernel NULL). */
-    {"tiled", "", nc_conv_launch_tiled, NULL},
-    {"unroll+gemm", "", nc_conv_launch_unroll_gemm, NULL},
-    {"implicit-gemm", "", nc_conv_launch_implicit_gemm, NULL},
-    {"direct", "", nc_conv_launch_direct, NULL},
-    {"fused", "", nc_conv_launch_direct, NULL}, /* the backend notes each layer it fuses */
+    {"naive", "", NC_PRECISION_FP32, 1, conv_launch1, (const void *)conv_forward_kernel1},
+    /* Versions 2..12 pick among several kernels at launch: no one kernel to load ahead (kernel NULL). */
+    {"tiled", "", NC_PRECISION_FP32, 1, nc_conv_launch_tiled, NULL},
+    {"unroll+gemm", "", NC_PRECISION_FP32, 1, nc_conv_launch_unroll_gemm, NULL},
+    {"implicit-gemm", "", NC_PRECISION_FP32, 1, nc_conv_launch_implicit_gemm, NULL},
+    {"direct", "", NC_PRECISION_FP32, 1, nc_conv_launch_direct, NULL},
+    {"fused", "", NC_PRECISION_FP32, 1, nc_conv_launch_direct, NULL}, /* the backend notes each layer it fuses */
     /* Reduced precision: the note says so (C > 1 layers are version 5's and 6's, in fp32). */
-    {"tc-tf32", "tf32", nc_conv_launch_tf32, NULL},
-    {"tc-3xtf32", "3xtf32", nc_conv_launch_3xtf32, NULL},
+    {"tc-tf32", "tf32", NC_PRECISION_TF32, 1, nc_conv_launch_tf32, NULL},
+    {"tc-3xtf32", "3xtf32", NC_PRECISION_3XTF32, 1, nc_conv_launch_3xtf32, NULL},
+    {"tc-fp16", "fp16", NC_PRECISION_FP16, 1, nc_conv_launch_fp16, NULL},
+    {"tc-bf16", "bf16", NC_PRECISION_BF16, 1, nc_conv_launch_bf16, NULL},
+    /* Reductions over the input channels, fp32. */
+    {"splitc-tree", "", NC_PRECISION_FP32, 1, nc_conv_launch_splitc_tree, NULL},
+    {"splitc-atomic", "", NC_PRECISION_FP32, 0, nc_conv_launch_splitc_atomic, NULL},
 };
 #define N_VERSIONS ((int)(sizeof versions / sizeof versions[0]))
 
-extern "C" int nc_cuda_conv_num_versions(void) { return N_VERSIONS; }
+extern "C" int nc_cuda_conv_num_versions(void) {
+    return N_VERSIONS;
+}
 
 extern "C" const char *nc_cuda_conv_version_name(int version) {
     return version >= 1 && version <= N_VERSIONS ? versions[version - 1].name : NULL;
@@ -105,6 +121,19 @@ extern "C" const char *nc_cuda_conv_version_name(int version) {
 
 extern "C" const char *nc_cuda_conv_version_note(int version) {
     return version >= 1 && version <= N_VERSIONS ? versions[version - 1].note : "";
+}
+
+extern "C" int nc_cuda_conv_version_precision(int version) {
+    return version >= 1 && version <= N_VERSIONS ? versions[version - 1].precision : NC_PRECISION_FP32;
+}
+
+extern "C" int nc_cuda_conv_version_reproducible(int version) {
+    return version >= 1 && version <= N_VERSIONS && versions[version - 1].reproducible;
+}
+
+extern "C" const char *nc_precision_name(int precision) {
+    static const char *const names[NC_PRECISION_COUNT] = {"fp32", "tf32", "3xtf32", "fp16", "bf16"};
+    return precision >= 0 && precision < NC_PRECISION_COUNT ? names[precision] : NULL;
 }
 
 extern "C" int nc_cuda_conv_resolve(int *version, nc_error *err) {

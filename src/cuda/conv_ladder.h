@@ -10,6 +10,8 @@
  *                   6  fused: version 5 with bias + activation + pooling in the epilogue, input read as uint8
  *   conv_tc.cu      7  tc-tf32: C = 1, fused, implicit GEMM on mma.sync TF32 tensor cores (reduced precision)
  *                   8  tc-3xtf32: version 7 with split weights (and split float inputs): near-exact
+ *                   9  tc-fp16: version 7 on mma.sync fp16 (m16n8k16, fp32 sums; reduced precision)
+ *                  10  tc-bf16: version 7 on mma.sync bf16 (m16n8k16, fp32 sums; reduced precision)
  *
  * Every launcher computes y (B, M, H-K+1, W-K+1) from x (B, C, H, W), k (M, C, K, K) and bias (M) or NULL,
  * enqueued on `stream` (C linkage, so that tests/gpu/test_conv_ladder.c calls them too); it fails with NC_ERR_ARG for a
@@ -37,6 +39,10 @@ int nc_conv_launch_implicit_gemm(NC_CONV_LAUNCHER_ARGS);
 int nc_conv_launch_direct(NC_CONV_LAUNCHER_ARGS);
 int nc_conv_launch_tf32(NC_CONV_LAUNCHER_ARGS);
 int nc_conv_launch_3xtf32(NC_CONV_LAUNCHER_ARGS);
+int nc_conv_launch_fp16(NC_CONV_LAUNCHER_ARGS);
+int nc_conv_launch_bf16(NC_CONV_LAUNCHER_ARGS);
+int nc_conv_launch_splitc_tree(NC_CONV_LAUNCHER_ARGS);
+int nc_conv_launch_splitc_atomic(NC_CONV_LAUNCHER_ARGS);
 
 /* What a fused version applies to the convolution's output before the one store: bias (in the launcher's
  * arguments), then the activation, then the pooling. */
@@ -63,15 +69,32 @@ int nc_conv_launch_fused(float *y, const float *x, const uint8_t *x_u8, const nc
                          const float *bias, int B, int C, int H, int W, int M, int K, const nc_conv_epilogue *e,
                          cudaStream_t stream, nc_error *err);
 
-/* Whether versions 7 and 8 (conv_tc.cu) run this layer on the tensor cores: C = 1, K = 3..7, M <= 256, pooling
- * none or 2/2, the staged image within 96 KB. */
+/* Whether versions 7..10 (conv_tc.cu) run this layer on the tensor cores: C = 1, K = 3..7, M <= 256, pooling
+ * none or 2/2, one float image's buffers (its staged tile and two copies) within 192 KB. */
 int nc_conv_tc_takes(int C, int H, int W, int M, int K, const nc_conv_epilogue *e);
 
-/* Versions 7 (tf32) and 8 (3xtf32): nc_conv_launch_fused's arguments and result, on the tensor cores where
- * nc_conv_tc_takes says so, else by version 6 itself. */
+/* Versions 7 (tf32), 8 (3xtf32), 9 (fp16) and 10 (bf16): nc_conv_launch_fused's arguments and result, on the
+ * tensor cores where nc_conv_tc_takes says so and x_u8 (where not NULL) is 4-byte aligned, else by version 6 itself.
+ * The default tuning (the first of nc_conv_tc_tunings). */
 int nc_conv_launch_tc(int version, float *y, const float *x, const uint8_t *x_u8, const nc_conv_lut *lut,
                       const float *k, const float *bias, int B, int C, int H, int W, int M, int K,
                       const nc_conv_epilogue *e, cudaStream_t stream, nc_error *err);
+
+/* Launch parameters of the tensor-core versions that `nanoconv bench --sweep` varies. Results do not depend on
+ * them: every tuning gives the same bits (tests/gpu/test_conv_tc.c checks it). */
+typedef struct nc_conv_tc_tuning {
+    int images_per_block; /* images a block stages and computes between two barriers, 1..16; an upper bound: halved
+                             at launch until every block has two such groups (where the batch allows) and it costs no
+                             resident block an SM against 1 */
+} nc_conv_tc_tuning;
+
+/* The tunings the tensor-core versions are built with, *n of them; the first is nc_conv_launch_tc's. */
+const nc_conv_tc_tuning *nc_conv_tc_tunings(int *n);
+
+/* nc_conv_launch_tc with the given tuning (one of nc_conv_tc_tunings'; NULL: the default). */
+int nc_conv_launch_tc_tuned(int version, const nc_conv_tc_tuning *tuning, float *y, const float *x, const uint8_t *x_u8,
+                            const nc_conv_lut *lut, const float *k, const float *bias, int B, int C, int H, int W,
+                            int M, int K, const nc_conv_epilogue *e, cudaStream_t stream, nc_error *err);
 
 #ifdef __cplusplus
 }

@@ -1,44 +1,63 @@
 /*
- * Tensor-core fused convolution for one-channel layers (C = 1): versions 7 and 8, reduced precision, opt-in.
+ * Tensor-core fused convolution for one-channel layers (C = 1): versions 7 to 10, reduced precision, opt-in.
  *
- * Per image the convolution is a GEMM run on mma.sync.m16n8k8 TF32: rows = output channels (M padded to 16s),
- * columns = output positions, inner = the K*K window (padded to 8s). A (the weights) sits in registers for the
- * whole kernel; B (the im2col) is never built: B[k][n] = xs[row(n) + k/K][col(n) + k%K] is read straight from the
- * image staged once in shared memory, with the per-thread offsets k/K*WS + k%K precomputed. Each warp computes
- * two n8 tiles at a time: conv rows 2i and 2i+1 over the same 8 columns, so that a thread's accumulators c0/c1
- * (columns 2t, 2t+1 of its channel, PTX ISA's m16n8 C fragment) of both tiles are one whole 2x2 pooling window:
- * bias, max (or the activations' mean), and the activation happen in registers and only the pooled output is
- * stored. Max first, then the activation: tanhf, relu and 1/(1+expf(-v)) are monotone, so this equals pooling
- * the activations. An image's pooled output (M, Yh, Yw) is one contiguous run of y: where it fits, it is gathered
- * in shared memory and written with coalesced 16-byte stores (a warp's fragment stores are 8 channels x 16 bytes,
- * half sectors, scattered). Measured: slower than the fragment stores it replaced (2017 layer, H100: 0.419 ->
- * 0.471 ms for version 7; docs/PERFORMANCE.md), so the stores were not the limit; to be removed after a run
- * confirms it.
+ * Per image the convolution is a GEMM on mma.sync: rows = output channels (M padded to 16s), columns = output
+ * positions, inner = the K*K window. A (the weights) sits in registers for the whole kernel; B (the im2col) is
+ * never built: B[k][n] is read straight from the image staged in shared memory at per-thread offsets computed
+ * once. Each warp computes two n8 tiles at a time: conv rows 2i and 2i+1 over the same 8 columns, so that a
+ * thread's accumulators c0/c1 (columns 2t, 2t+1 of its channel, PTX ISA's m16n8 C fragment) of both tiles are one
+ * whole 2x2 pooling window: bias, max (or the activations' mean) and the activation happen in registers and the
+ * pooled output is stored straight from them (measured faster than gathering it in shared memory for coalesced
+ * stores: 2017 layer, H100, 0.419 against 0.471 ms for version 7). Max first, then the activation: tanhf, relu
+ * and 1/(1+expf(-v)) are monotone, so this equals pooling the activations.
  *
- *   7  tc-tf32: one MMA per product, the weights rounded to TF32 (10-bit mantissa); float inputs rounded too.
- *      Reduced precision (relative error ~1e-3 of sum |w x|).
+ * A persistent grid: block j takes images j, j + grid, j + 2 grid, ... in groups of images_per_block (a tuning,
+ * nc_conv_tc_tunings). While the warps compute one group, the next group's raw bytes are already on their way into
+ * shared memory by cp.async (two raw buffers), so that the tensor cores are not left waiting for memory latency
+ * between images; a group costs two barriers (raw copy landed; converted into the compute layout).
+ *
+ *   7  tc-tf32: m16n8k8 TF32, one MMA per product, the weights rounded to TF32 (10-bit mantissa); float inputs
+ *      rounded too. Reduced precision (relative error ~1e-3 of sum |w x|).
  *      nanoconv eval --model M --backend cuda --precision tf32     (or --conv-kernel 7; Op Time's note: "tf32")
  *   8  tc-3xtf32: near-exact (~1e-6 of sum |w x|; not bitwise fp32). Each weight is split into a TF32 high
  *      part and the TF32 rounding of its remainder. uint8 pixels 0..255 are exact in TF32, so on the pixels only
  *      the weights need splitting: 2 MMAs (w_lo x p + w_hi x p) instead of 3xTF32's 3; float inputs are split
  *      too (3 MMAs: w_lo x x_hi + w_hi x x_lo + w_hi x x_hi).
  *      nanoconv eval --model M --backend cuda --precision 3xtf32   (or --conv-kernel 8; note: "3xtf32")
+ *   9  tc-fp16: m16n8k16 with fp16 operands, fp32 accumulation: half the MMAs of version 7. The weights are
+ *      rounded to fp16 (11-bit significand): |error| <= 2^-11 sum |w x| (4.9e-4) on uint8 pixels, which fp16 holds
+ *      exactly; float inputs are rounded too: <= (2^-10 + 2^-22) sum |w x| (9.8e-4). fp16's range: weights below
+ *      2^-14 (6.1e-5) lose bits (subnormal, absolute error <= 2^-25), float inputs beyond 65504 become inf.
+ *      nanoconv eval --model M --backend cuda --precision fp16     (or --conv-kernel 9; note: "fp16")
+ *  10  tc-bf16: the same with bf16 operands (8-bit significand, fp32's range): <= 2^-8 sum |w x| (3.9e-3) on
+ *      pixels, <= (2^-7 + 2^-16) sum |w x| (7.8e-3) on float inputs.
+ *      nanoconv eval --model M --backend cuda --precision bf16     (or --conv-kernel 10; note: "bf16")
+ *
+ * B for m16n8k16 holds two consecutive k in each register; k is ordered so that they are two horizontally
+ * adjacent taps (p, q), (p, q+1) (a row of K taps is (K+1)/2 pairs, the last one padded with a zero weight for odd
+ * K), and the image is staged as pairs: xs[r][c] = (x[r][c], x[r][c+1]), 4 bytes a position like the floats of
+ * versions 7 and 8. A B register is then one aligned 4-byte load.
  *
  * On pixels the GEMM runs on the raw values p and the model's scaling is applied after: every scaling
- * (nc_scale_pixel: p, p/255, (p/255 - mean)/std) is affine, v(p) = a p + c, so sum w v(p) = a sum w p + c sum w.
- * C > 1, pooling other than 2/2, K outside 3..7, M > 256 or an image tile over 96 KB go to version 6
- * (conv_direct.cu) unchanged.
+ * (nc_scale_pixel: p, p/255, (p/255 - mean)/std) is affine, v(p) = a p + c, so sum w v(p) = a sum w p + c sum w,
+ * with sum w over the weights as the GEMM has them (rounded), so that the error stays relative to sum |w v(p)|.
+ * C > 1, pooling other than 2/2, K outside 3..7, M > 256, a float image's buffers over TC_SMEM_MAX or pixels not
+ * 4-byte aligned go to version 6 (conv_direct.cu) unchanged.
  */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include "cuda/conv_ladder.h"
 #include "cuda/cuda_check.h"
 
-#define TC_SMEM_MAX (96 * 1024) /* above 48 KB with the kernel's opt-in, done at launch */
-#define TC_M_MAX 256            /* 8 warps of two m16 tiles */
-#define TC_STAGE_U 8            /* loads a thread has in flight while staging an image */
+#define TC_SMEM_MAX (192 * 1024) /* an image's buffers (images_per_block 1, float input) at most: H100 has 227 KB */
+#define TC_M_MAX 256             /* 8 warps of two m16 tiles */
+#define TC_IPB_MAX 16            /* the most images a tuning may give a block */
 
 enum { TC_NONE = -1 };
-/* How products are formed: MODE_TF32 one MMA; MODE_SPLIT_A two (B exact: pixels); MODE_SPLIT_AB three. */
-enum { MODE_TF32 = 0, MODE_SPLIT_A = 1, MODE_SPLIT_AB = 2 };
+/* How products are formed: MODE_TF32 one m16n8k8 TF32 MMA; MODE_SPLIT_A two (B exact: pixels); MODE_SPLIT_AB
+ * three; MODE_F16 and MODE_BF16 one m16n8k16 MMA on pairs of taps. */
+enum { MODE_TF32 = 0, MODE_SPLIT_A = 1, MODE_SPLIT_AB = 2, MODE_F16 = 3, MODE_BF16 = 4 };
 
 struct tc_params {
     int B, H, W, M;
@@ -48,10 +67,8 @@ struct tc_params {
     int RS, WS;    /* the staged image tile, zero past the image: (RS, WS) = (2 PR + K-1, 8 CG + K-1) */
     int act, pool; /* nc_layer_kind or TC_NONE */
     int MG;        /* groups of MW m16 tiles: warp w takes group w % MG */
-    int words;     /* pixel input read as 4-byte words (H W % 4 == 0 and x_u8 4-byte aligned) */
-    int ys;        /* pooled output gathered in shared memory, then stored whole (else stored from registers);
-                      2: in float4s (Yh Yw % 4 == 0 and y 16-byte aligned) */
-    int YS;        /* channel stride of that copy: >= Yh Yw, = 4 mod 8, so the 8 channels of a store hit 8 banks */
+    int ipb;       /* images staged and computed between two barriers */
+    int XS, RW;    /* 4-byte words of one staged tile (RS WS) and of one image's raw copy */
     float a, c;    /* pixel input: v(p) = a p + c (a = 1, c = 0 for float input) */
 };
 
@@ -61,13 +78,42 @@ __device__ __forceinline__ uint32_t tc_tf32(float v) {
     return r;
 }
 
-/* d += a b on one m16n8k8 tile: a is the 16x8 A fragment (a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4)),
+/* d += a b on one m16n8k8 TF32 tile: a is the 16x8 A fragment (a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4)),
  * b0 = B[t][g], b1 = B[t+4][g]; d0, d1 = D[g][2t], D[g][2t+1]; d2, d3 the same on row g+8 (g = lane/4,
  * t = lane%4). */
 __device__ __forceinline__ void tc_mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
     asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* The same on one m16n8k16 tile of fp16 or bf16 pairs (the lower half the lower k): a0 = A[g][2t, 2t+1],
+ * a1 = A[g+8][2t, 2t+1], a2 and a3 the same at k + 8; b0 = B[2t, 2t+1][g], b1 = B[2t+8, 2t+9][g]; d as above. */
+template <int MODE>
+__device__ __forceinline__ void tc_mma16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    if constexpr (MODE == MODE_F16)
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%0,%1,%2,%3};"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    else
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%0,%1,%2,%3};"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* (lo, hi) rounded to fp16 or bf16, lo in the lower half; *rlo and *rhi get the rounded values back. */
+template <int MODE> __device__ __forceinline__ uint32_t tc_pack(float lo, float hi, float *rlo, float *rhi) {
+    if constexpr (MODE == MODE_F16) {
+        const __half2 p = __floats2half2_rn(lo, hi);
+        *rlo = __low2float(p), *rhi = __high2float(p);
+        return *reinterpret_cast<const uint32_t *>(&p);
+    } else {
+        const __nv_bfloat162 p = __floats2bfloat162_rn(lo, hi);
+        *rlo = __low2float(p), *rhi = __high2float(p);
+        return *reinterpret_cast<const uint32_t *>(&p);
+    }
 }
 
 __device__ __forceinline__ float tc_act(int act, float v) {
@@ -79,122 +125,223 @@ __device__ __forceinline__ float tc_act(int act, float v) {
     }
 }
 
-/* Stages the nw words of one image's pixels (H, W) into xs (RS, WS) as floats: TC_STAGE_U independent loads a
- * thread before their stores, so that an image costs about one memory latency, not one per pixel. */
-__device__ __forceinline__ void tc_stage_words(float *xs, const uint32_t *__restrict__ src, int nw, int W, int WS) {
+/* One 4-byte cp.async: the first `bytes` (0..4) of src, zeros after. */
+__device__ __forceinline__ void tc_cp4(uint32_t *dst, const void *src, int bytes) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
+                 "l"(__cvta_generic_to_global(src)), "r"(bytes)
+                 : "memory");
+}
+
+/* The block's image j (images j0 + i of its sequence go to images blockIdx + (j0 + i) gridDim). */
+__device__ __forceinline__ size_t tc_image(int j) {
+    return (size_t)blockIdx.x + (size_t)j * gridDim.x;
+}
+
+/* Issues (does not wait for) the copies of the block's images j0 .. j0+n-1 into raw (n, RW): n images of floats,
+ * or of pixels from the 4-byte word that holds their first byte (the image starts at byte (b H W) % 4 of its
+ * copy); the batch's last word reads only the batch's bytes. */
+__device__ __forceinline__ void tc_fetch(uint32_t *raw, const float *__restrict__ x, const uint8_t *__restrict__ xu,
+                                         int j0, int n, const tc_params &d) {
     const int tid = (int)threadIdx.x, nt = (int)blockDim.x;
-    for (int i0 = 0; i0 < nw; i0 += TC_STAGE_U * nt) {
-        uint32_t v[TC_STAGE_U];
-#pragma unroll
-        for (int u = 0; u < TC_STAGE_U; u++) {
-            const int i = i0 + u * nt + tid;
-            v[u] = i < nw ? src[i] : 0u;
+    const size_t HW = (size_t)d.H * d.W;
+    for (int i = 0; i < n; i++) {
+        const size_t b = tc_image(j0 + i);
+        uint32_t *dst = raw + i * d.RW;
+        if (xu) {
+            const size_t w0 = b * HW / 4, end = (size_t)d.B * HW;
+            const int nw = (int)(((b + 1) * HW + 3) / 4 - w0);
+            for (int w = tid; w < nw; w += nt) {
+                const size_t at = 4 * (w0 + w);
+                tc_cp4(dst + w, xu + at, end - at < 4 ? (int)(end - at) : 4);
+            }
+        } else {
+            const float *src = x + b * HW;
+            for (int w = tid; w < (int)HW; w += nt) tc_cp4(dst + w, src + w, 4);
         }
-#pragma unroll
-        for (int u = 0; u < TC_STAGE_U; u++) {
-            const int i = i0 + u * nt + tid;
-            if (i >= nw) break;
-            int r = 4 * i / W, s = 4 * i - r * W;
-#pragma unroll
-            for (int j = 0; j < 4; j++) {
-                xs[r * WS + s] = (float)((v[u] >> (8 * j)) & 0xFFu);
-                if (++s == W) s = 0, r++;
+    }
+    asm volatile("cp.async.commit_group;" ::: "memory");
+}
+
+/* Pixel or float e of an image's raw copy (pixels from byte `shift`). */
+__device__ __forceinline__ float tc_raw(const uint32_t *raw, bool u8, int shift, int e) {
+    return u8 ? (float)reinterpret_cast<const uint8_t *>(raw)[shift + e] : __uint_as_float(raw[e]);
+}
+
+/* raw (n, RW) -> xs (n, XS): each image's (H, W) into its (RS, WS) tile (the margin stays zero). TF32 modes: floats,
+ * rounded to TF32 for MODE_TF32 (pixels are already exact); 16-bit modes: the pairs (x[r][c], x[r][c+1]) rounded,
+ * 0 past the row. Warp w converts rows w, w + warps, ... */
+template <int MODE>
+__device__ __forceinline__ void tc_convert(uint32_t *xs, const uint32_t *raw, bool u8, int j0, int n,
+                                           const tc_params &d) {
+    const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5, nw = (int)blockDim.x >> 5;
+    const size_t HW = (size_t)d.H * d.W;
+    for (int q = warp; q < n * d.H; q += nw) {
+        const int i = q / d.H, r = q - i * d.H;
+        const uint32_t *src = raw + i * d.RW;
+        const int shift = u8 ? (int)(tc_image(j0 + i) * HW % 4) : 0, e0 = r * d.W;
+        uint32_t *dst = xs + i * d.XS + r * d.WS;
+        for (int c = lane; c < d.W; c += 32) {
+            const float v = tc_raw(src, u8, shift, e0 + c);
+            if constexpr (MODE >= MODE_F16) {
+                float unused0, unused1;
+                dst[c] = tc_pack<MODE>(v, c + 1 < d.W ? tc_raw(src, u8, shift, e0 + c + 1) : 0.0f, &unused0, &unused1);
+            } else {
+                dst[c] = MODE == MODE_TF32 && !u8 ? tc_tf32(v) : __float_as_uint(v);
             }
         }
     }
 }
 
-/* The same for HW float inputs (rounded to TF32 where round) or unaligned pixels, one element a load. */
-__device__ __forceinline__ void tc_stage_elems(float *xs, const float *__restrict__ x, const uint8_t *__restrict__ xu,
-                                               int HW, int W, int WS, bool round) {
-    const int tid = (int)threadIdx.x, nt = (int)blockDim.x;
-    for (int i0 = 0; i0 < HW; i0 += TC_STAGE_U * nt) {
-        float v[TC_STAGE_U];
-#pragma unroll
-        for (int u = 0; u < TC_STAGE_U; u++) {
-            const int i = i0 + u * nt + tid;
-            v[u] = i >= HW ? 0.0f : xu ? (float)xu[i] : x[i];
-        }
-#pragma unroll
-        for (int u = 0; u < TC_STAGE_U; u++) {
-            const int i = i0 + u * nt + tid;
-            if (i >= HW) break;
-            const int r = i / W;
-            xs[r * WS + i - r * W] = round && !xu ? __uint_as_float(tc_tf32(v[u])) : v[u];
-        }
-    }
-}
-
-/* A persistent grid: each block takes images in turn, stages one in shared memory (xs, (RS, WS) floats: the
- * raw pixel values, or the float input; then ys, (M, YS) floats, the pooled output where d.ys), and its warps walk the
- * (row pair, column group) tiles, warp w on the channels of m group w % MG. MW m16 tiles per warp; K at compile time so
- * every fragment array has constant indices. */
-template <int K, int MW, int MODE>
-__global__ void __launch_bounds__(256)
-    conv_tc_kernel(float *__restrict__ y, const float *__restrict__ x, const uint8_t *__restrict__ xu,
-                   const float *__restrict__ k, const float *__restrict__ bias, const tc_params d) {
-    constexpr int KK = K * K, KS = (KK + 7) / 8;
-    extern __shared__ __align__(16) float xs[]; // (RS, WS), then ys
-    float *ys = xs + (d.RS * d.WS + 3) / 4 * 4; // (M, YS) where d.ys, 16-byte aligned
-    const int tid = (int)threadIdx.x, nt = (int)blockDim.x;
-    const int lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
-    const int mg = warp % d.MG, wpg = (nt >> 5) / d.MG, wi = warp / d.MG;
-
-    /* This warp's weights as A fragments, high parts and (split modes) remainders; per channel g + 8r of each
-     * m tile, sum w (for the pixel offset c) and the constant added after the GEMM. */
-    uint32_t ah[MW][KS][4], al[MW][KS][4];
-    int off[KS][2]; /* B[k][n] of k = 8 ks + t + 4h is xs[base(n) + off[ks][h]] */
-    float cm[MW][2];
+/* Where B's k = 8 ks + t + 4 h (TF32 modes: the tap k; 16-bit modes: the tap pair k, KS k-steps of 8 pairs) is in
+ * the staged tile, from the position of its column: off[ks][h]. Padded k read offset 0: A is 0 there. */
+template <int K, int MODE, int KS> __device__ __forceinline__ void tc_offsets(int (&off)[KS][2], int t, int WS) {
+    constexpr int PPR = (K + 1) / 2; /* pairs a row of taps */
 #pragma unroll
     for (int ks = 0; ks < KS; ks++)
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-            const int kk = ks * 8 + t + 4 * h;
-            off[ks][h] = kk < KK ? kk / K * d.WS + kk % K : 0; /* padded k: A is 0 there, any finite B does */
+            const int j = ks * 8 + t + 4 * h;
+            if constexpr (MODE >= MODE_F16)
+                off[ks][h] = j < K * PPR ? j / PPR * WS + 2 * (j % PPR) : 0;
+            else
+                off[ks][h] = j < K * K ? j / K * WS + j % K : 0;
         }
+}
+
+/* This warp's weights as A fragments (high parts, and the remainders for the split modes) of its MW m16 tiles
+ * (channels (mg MW + mi) 16 + g + 8 r), and per channel the constant added after the GEMM: c sum w + bias. */
+template <int K, int MW, int MODE, int KS>
+__device__ __forceinline__ void tc_weights(uint32_t (&ah)[MW][KS][4], uint32_t (&al)[MW][KS][4], float (&cm)[MW][2],
+                                           const float *__restrict__ k, const float *__restrict__ bias, int mg, int g,
+                                           int t, const tc_params &d) {
+    constexpr int KK = K * K, PPR = (K + 1) / 2;
 #pragma unroll
     for (int mi = 0; mi < MW; mi++)
 #pragma unroll
         for (int r = 0; r < 2; r++) {
             const int m = (mg * MW + mi) * 16 + g + 8 * r;
-            float s = 0.0f;
+            float s = 0.0f; /* the weights as the GEMM has them */
 #pragma unroll
             for (int ks = 0; ks < KS; ks++)
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
-                    const int kk = ks * 8 + t + 4 * h;
-                    const float w = m < d.M && kk < KK ? k[m * KK + kk] : 0.0f;
-                    s += w;
-                    const uint32_t hi = tc_tf32(w);
-                    ah[mi][ks][r + 2 * h] = hi;
-                    al[mi][ks][r + 2 * h] = tc_tf32(w - __uint_as_float(hi));
+                    const int j = ks * 8 + t + 4 * h;
+                    if constexpr (MODE >= MODE_F16) {
+                        const int p = j / PPR, q = 2 * (j % PPR);
+                        const bool in = m < d.M && j < K * PPR;
+                        const float w0 = in ? k[m * KK + p * K + q] : 0.0f;
+                        const float w1 = in && q + 1 < K ? k[m * KK + p * K + q + 1] : 0.0f;
+                        float r0, r1;
+                        ah[mi][ks][r + 2 * h] = tc_pack<MODE>(w0, w1, &r0, &r1);
+                        s += r0 + r1;
+                    } else {
+                        const float w = m < d.M && j < KK ? k[m * KK + j] : 0.0f;
+                        const uint32_t hi = tc_tf32(w);
+                        ah[mi][ks][r + 2 * h] = hi;
+                        al[mi][ks][r + 2 * h] = tc_tf32(w - __uint_as_float(hi));
+                        s += MODE == MODE_TF32 ? __uint_as_float(hi) : w;
+                    }
                 }
             s += __shfl_xor_sync(0xffffffffu, s, 1);
             s += __shfl_xor_sync(0xffffffffu, s, 2);
             cm[mi][r] = d.c * s + (bias && m < d.M ? bias[m] : 0.0f);
         }
+}
 
-    const int NP = d.PR * d.CG, HW = d.H * d.W;
-    /* The tile's margin past the image stays zero: written once; each image writes only its own H x W. */
-    for (int i = tid; i < d.RS * d.WS; i += nt) xs[i] = 0.0f;
-    for (int b = (int)blockIdx.x; b < d.B; b += (int)gridDim.x) {
-        __syncthreads(); /* the last image is done with xs (and the margin is written) */
-        const size_t img = (size_t)b * HW;
-        if (d.words)
-            tc_stage_words(xs, reinterpret_cast<const uint32_t *>(xu + img), HW / 4, d.W, d.WS);
+/* Bias, activation and pooling of one task's accumulators, stored into the image's output yb (M, Yh, Yw).
+ * acc[mi][r][2j + c]: channel (mg MW + mi) 16 + g + 8j, conv row 2 pr + r, column 8 cg + 2t + c. */
+template <int MW>
+__device__ __forceinline__ void tc_store(float *__restrict__ yb, const float (&acc)[MW][2][4], const float (&cm)[MW][2],
+                                         int mg, int g, int t, int pr, int cg, const tc_params &d) {
+#pragma unroll
+    for (int mi = 0; mi < MW; mi++)
+#pragma unroll
+        for (int j = 0; j < 2; j++) {
+            const int m = (mg * MW + mi) * 16 + g + 8 * j;
+            if (m >= d.M) continue;
+            float v[2][2];
+#pragma unroll
+            for (int r = 0; r < 2; r++)
+#pragma unroll
+                for (int c = 0; c < 2; c++) v[r][c] = fmaf(d.a, acc[mi][r][2 * j + c], cm[mi][j]);
+            float *ym = yb + (size_t)m * d.Yh * d.Yw; // (Yh, Yw)
+            if (d.pool == NC_MAXPOOL || d.pool == NC_AVGPOOL) {
+                const int pc = cg * 4 + t;
+                if (pc >= d.Yw) continue;
+                float o;
+                if (d.pool == NC_MAXPOOL)
+                    o = tc_act(d.act, fmaxf(fmaxf(v[0][0], v[0][1]), fmaxf(v[1][0], v[1][1])));
+                else
+                    o = (tc_act(d.act, v[0][0]) + tc_act(d.act, v[0][1]) + tc_act(d.act, v[1][0]) +
+                         tc_act(d.act, v[1][1])) /
+                        4.0f;
+                ym[pr * d.Yw + pc] = o;
+            } else {
+#pragma unroll
+                for (int r = 0; r < 2; r++)
+#pragma unroll
+                    for (int c = 0; c < 2; c++) {
+                        const int oh = 2 * pr + r, ow = cg * 8 + 2 * t + c;
+                        if (oh < d.Ho && ow < d.Wo) ym[oh * d.Wo + ow] = tc_act(d.act, v[r][c]);
+                    }
+            }
+        }
+}
+
+/* Each block: its images in groups of d.ipb, group n + 1 fetched while group n is computed. smem holds xs
+ * (ipb, XS), the staged tiles, then raw (2, ipb, RW), two groups' copies as fetched. Warp w computes the channels
+ * of m group w % MG on the group's (image, row pair, column group) tasks w / MG, + warps / MG, ... MW m16 tiles per
+ * warp; K at compile time so that every fragment array has constant indices. The bounds' 1 (a block an SM at
+ * least): without it ptxas held some kernels to 64, 80 or 128 registers and spilled up to 36 bytes. */
+template <int K, int MW, int MODE>
+__global__ void __launch_bounds__(256, 1)
+    conv_tc_kernel(float *__restrict__ y, const float *__restrict__ x, const uint8_t *__restrict__ xu,
+                   const float *__restrict__ k, const float *__restrict__ bias, const tc_params d) {
+    constexpr bool PAIRS = MODE >= MODE_F16;
+    constexpr int KS = PAIRS ? (K * ((K + 1) / 2) + 7) / 8 : (K * K + 7) / 8;
+    extern __shared__ __align__(16) uint32_t smem[];
+    uint32_t *xs = smem, *raw = smem + d.ipb * d.XS;
+    const int tid = (int)threadIdx.x, nt = (int)blockDim.x;
+    const int lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
+    const int mg = warp % d.MG, wpg = (nt >> 5) / d.MG, wi = warp / d.MG;
+
+    /* This block's images, and so its groups, before any work: the first group's copy starts at once. */
+    const int nb = (int)((d.B - 1 - (int)blockIdx.x) / (int)gridDim.x) + 1, ngroups = (nb + d.ipb - 1) / d.ipb;
+    tc_fetch(raw, x, xu, 0, nb < d.ipb ? nb : d.ipb, d);
+
+    uint32_t ah[MW][KS][4], al[MW][KS][4];
+    int off[KS][2];
+    float cm[MW][2];
+    tc_offsets<K, MODE, KS>(off, t, d.WS);
+    tc_weights<K, MW, MODE, KS>(ah, al, cm, k, bias, mg, g, t, d);
+    /* The tiles' margins stay zero: written once; each image writes only its own H x W. */
+    for (int i = tid; i < d.ipb * d.XS; i += nt) xs[i] = 0u;
+
+    const int NP = d.PR * d.CG;
+    for (int gi = 0; gi < ngroups; gi++) {
+        const int j0 = gi * d.ipb, n = nb - j0 < d.ipb ? nb - j0 : d.ipb;
+        uint32_t *cur = raw + (gi & 1) * d.ipb * d.RW;
+        if (gi + 1 < ngroups) /* into the other buffer: its last reader was the convert before the last barrier */
+            tc_fetch(raw + ((gi + 1) & 1) * d.ipb * d.RW, x, xu, j0 + d.ipb,
+                     nb - j0 - d.ipb < d.ipb ? nb - j0 - d.ipb : d.ipb, d);
         else
-            tc_stage_elems(xs, xu ? NULL : x + img, xu ? xu + img : NULL, HW, d.W, d.WS, MODE == MODE_TF32);
+            asm volatile("cp.async.commit_group;" ::: "memory"); /* an empty group: wait_group 1 below stays right */
+        asm volatile("cp.async.wait_group 1;" ::: "memory");     /* this thread's copies of group gi have landed */
+        __syncthreads(); /* everyone's have, and the last group's tasks are done with xs */
+        tc_convert<MODE>(xs, cur, xu != NULL, j0, n, d);
         __syncthreads();
-        for (int np = wi; np < NP; np += wpg) {
-            const int pr = np / d.CG, cg = np % d.CG;
-            const float *x0 = xs + 2 * pr * d.WS + cg * 8 + g; // B's column g of conv row 2 pr; row 2 pr + 1 is + WS
+
+        /* Task w: image w / NP of the group, row pair and column group from w % NP; stepped without dividing. */
+        int i = wi / NP, pr = (wi - i * NP) / d.CG, cg = wi - i * NP - pr * d.CG;
+        while (i < n) {
+            const uint32_t *x0 = xs + i * d.XS + 2 * pr * d.WS + cg * 8 + g; // B's column g, conv row 2 pr
             float acc[MW][2][4];
 #pragma unroll
             for (int mi = 0; mi < MW; mi++)
 #pragma unroll
                 for (int r = 0; r < 2; r++)
 #pragma unroll
-                    for (int j = 0; j < 4; j++) acc[mi][r][j] = 0.0f;
+                    for (int e = 0; e < 4; e++) acc[mi][r][e] = 0.0f;
 #pragma unroll
             for (int ks = 0; ks < KS; ks++) {
                 uint32_t bh[2][2], bl[2][2];
@@ -202,74 +349,32 @@ __global__ void __launch_bounds__(256)
                 for (int r = 0; r < 2; r++)
 #pragma unroll
                     for (int h = 0; h < 2; h++) {
-                        const float v = x0[r * d.WS + off[ks][h]];
+                        const uint32_t v = x0[r * d.WS + off[ks][h]]; /* TF32 already, or a pair */
                         if constexpr (MODE == MODE_SPLIT_AB) {
-                            bh[r][h] = tc_tf32(v);
-                            bl[r][h] = tc_tf32(v - __uint_as_float(bh[r][h]));
+                            bh[r][h] = tc_tf32(__uint_as_float(v));
+                            bl[r][h] = tc_tf32(__uint_as_float(v) - __uint_as_float(bh[r][h]));
                         } else {
-                            bh[r][h] = __float_as_uint(v); /* already TF32: a pixel, or rounded when staged */
+                            bh[r][h] = v;
                         }
                     }
 #pragma unroll
                 for (int mi = 0; mi < MW; mi++)
 #pragma unroll
                     for (int r = 0; r < 2; r++) {
-                        /* The small terms first, then the large one. */
-                        if constexpr (MODE != MODE_TF32) tc_mma(acc[mi][r], al[mi][ks], bh[r][0], bh[r][1]);
-                        if constexpr (MODE == MODE_SPLIT_AB) tc_mma(acc[mi][r], ah[mi][ks], bl[r][0], bl[r][1]);
-                        tc_mma(acc[mi][r], ah[mi][ks], bh[r][0], bh[r][1]);
+                        if constexpr (PAIRS) {
+                            tc_mma16<MODE>(acc[mi][r], ah[mi][ks], bh[r][0], bh[r][1]);
+                        } else { /* the small terms first, then the large one */
+                            if constexpr (MODE != MODE_TF32) tc_mma(acc[mi][r], al[mi][ks], bh[r][0], bh[r][1]);
+                            if constexpr (MODE == MODE_SPLIT_AB) tc_mma(acc[mi][r], ah[mi][ks], bl[r][0], bl[r][1]);
+                            tc_mma(acc[mi][r], ah[mi][ks], bh[r][0], bh[r][1]);
+                        }
                     }
             }
-            /* acc[mi][r][2j + c]: channel (mg MW + mi) 16 + g + 8j, conv row 2 pr + r, column 8 cg + 2t + c. */
-#pragma unroll
-            for (int mi = 0; mi < MW; mi++)
-#pragma unroll
-                for (int j = 0; j < 2; j++) {
-                    const int m = (mg * MW + mi) * 16 + g + 8 * j;
-                    if (m >= d.M) continue;
-                    float v[2][2];
-#pragma unroll
-                    for (int r = 0; r < 2; r++)
-#pragma unroll
-                        for (int c = 0; c < 2; c++) v[r][c] = fmaf(d.a, acc[mi][r][2 * j + c], cm[mi][j]);
-                    float *ym = y + ((size_t)b * d.M + m) * d.Yh * d.Yw; // (Yh, Yw)
-                    if (d.pool == NC_MAXPOOL || d.pool == NC_AVGPOOL) {
-                        const int pc = cg * 4 + t;
-                        if (pc >= d.Yw) continue;
-                        float o;
-                        if (d.pool == NC_MAXPOOL)
-                            o = tc_act(d.act, fmaxf(fmaxf(v[0][0], v[0][1]), fmaxf(v[1][0], v[1][1])));
-                        else
-                            o = (tc_act(d.act, v[0][0]) + tc_act(d.act, v[0][1]) + tc_act(d.act, v[1][0]) +
-                                 tc_act(d.act, v[1][1])) /
-                                4.0f;
-                        if (d.ys)
-                            ys[m * d.YS + pr * d.Yw + pc] = o;
-                        else
-                            ym[pr * d.Yw + pc] = o;
-                    } else {
-#pragma unroll
-                        for (int r = 0; r < 2; r++)
-#pragma unroll
-                            for (int c = 0; c < 2; c++) {
-                                const int oh = 2 * pr + r, ow = cg * 8 + 2 * t + c;
-                                if (oh < d.Ho && ow < d.Wo) ym[oh * d.Wo + ow] = tc_act(d.act, v[r][c]);
-                            }
-                    }
-                }
-        }
-        if (d.ys) { /* the image's (M, Yh, Yw) from ys, 16 bytes a store where d.ys == 2 */
-            __syncthreads();
-            const int per = d.Yh * d.Yw;
-            float *yb = y + (size_t)b * d.M * per;
-            if (d.ys == 2) {
-                const int per4 = per / 4, ys4 = d.YS / 4;
-                for (int i = tid; i < d.M * per4; i += nt) {
-                    const int m = i / per4;
-                    reinterpret_cast<float4 *>(yb)[i] = reinterpret_cast<const float4 *>(ys)[i + m * (ys4 - per4)];
-                }
-            } else {
-                for (int i = tid; i < d.M * per; i += nt) yb[i] = ys[i + i / per * (d.YS - per)];
+            float *yb = y + tc_image(j0 + i) * d.M * d.Yh * d.Yw; // (M, Yh, Yw)
+            tc_store<MW>(yb, acc, cm, mg, g, t, pr, cg, d);
+            for (cg += wpg; cg >= d.CG;) {
+                cg -= d.CG;
+                if (++pr == d.PR) pr = 0, i++;
             }
         }
     }
@@ -277,24 +382,24 @@ __global__ void __launch_bounds__(256)
 
 typedef void (*tc_kernel_fn)(float *, const float *, const uint8_t *, const float *, const float *, const tc_params);
 
-template <int K> static tc_kernel_fn tc_pick(int MW, int mode) {
-    if (MW == 1)
-        return mode == MODE_TF32      ? conv_tc_kernel<K, 1, MODE_TF32>
-               : mode == MODE_SPLIT_A ? conv_tc_kernel<K, 1, MODE_SPLIT_A>
-                                      : conv_tc_kernel<K, 1, MODE_SPLIT_AB>;
-    return mode == MODE_TF32      ? conv_tc_kernel<K, 2, MODE_TF32>
-           : mode == MODE_SPLIT_A ? conv_tc_kernel<K, 2, MODE_SPLIT_A>
-                                  : conv_tc_kernel<K, 2, MODE_SPLIT_AB>;
+template <int K, int MW> static tc_kernel_fn tc_pick(int mode) {
+    switch (mode) {
+    case MODE_TF32: return conv_tc_kernel<K, MW, MODE_TF32>;
+    case MODE_SPLIT_A: return conv_tc_kernel<K, MW, MODE_SPLIT_A>;
+    case MODE_SPLIT_AB: return conv_tc_kernel<K, MW, MODE_SPLIT_AB>;
+    case MODE_F16: return conv_tc_kernel<K, MW, MODE_F16>;
+    default: return conv_tc_kernel<K, MW, MODE_BF16>;
+    }
 }
 
-/* Instantiated for K = 3..7, MW = 1, 2 and the three modes (30 kernels). */
+/* Instantiated for K = 3..7, MW = 1, 2 and the five modes (50 kernels); images_per_block is a run-time value. */
 static tc_kernel_fn tc_kernel_for(int K, int MW, int mode) {
     switch (K) {
-    case 3: return tc_pick<3>(MW, mode);
-    case 4: return tc_pick<4>(MW, mode);
-    case 5: return tc_pick<5>(MW, mode);
-    case 6: return tc_pick<6>(MW, mode);
-    case 7: return tc_pick<7>(MW, mode);
+    case 3: return MW == 1 ? tc_pick<3, 1>(mode) : tc_pick<3, 2>(mode);
+    case 4: return MW == 1 ? tc_pick<4, 1>(mode) : tc_pick<4, 2>(mode);
+    case 5: return MW == 1 ? tc_pick<5, 1>(mode) : tc_pick<5, 2>(mode);
+    case 6: return MW == 1 ? tc_pick<6, 1>(mode) : tc_pick<6, 2>(mode);
+    case 7: return MW == 1 ? tc_pick<7, 1>(mode) : tc_pick<7, 2>(mode);
     default: return NULL;
     }
 }
@@ -309,10 +414,9 @@ static void tc_tile(int H, int W, int K, const nc_conv_epilogue *e, int *RS, int
     *WS = (Wc + 7) / 8 * 8 + K - 1 > W ? (Wc + 7) / 8 * 8 + K - 1 : W;
 }
 
-static size_t tc_smem(int H, int W, int K, const nc_conv_epilogue *e) {
-    int RS, WS;
-    tc_tile(H, W, K, e, &RS, &WS);
-    return (size_t)RS * WS * sizeof(float);
+/* Shared memory of a block taking ipb images: their tiles (XS words each) and two groups of raw copies. */
+static size_t tc_bytes(int XS, int RW, int ipb) {
+    return (size_t)ipb * (size_t)(XS + 2 * RW) * sizeof(uint32_t);
 }
 
 int nc_conv_tc_takes(int C, int H, int W, int M, int K, const nc_conv_epilogue *e) {
@@ -320,15 +424,29 @@ int nc_conv_tc_takes(int C, int H, int W, int M, int K, const nc_conv_epilogue *
     if (e->act != TC_NONE && e->act != NC_TANH && e->act != NC_RELU && e->act != NC_SIGMOID) return 0;
     if (e->pool != TC_NONE && !((e->pool == NC_MAXPOOL || e->pool == NC_AVGPOOL) && e->P == 2 && e->S == 2)) return 0;
     if (e->pool != TC_NONE && (H - K + 1 < 2 || W - K + 1 < 2)) return 0; /* nothing to pool: version 6 says so */
-    return tc_smem(H, W, K, e) <= TC_SMEM_MAX;
+    if ((size_t)H * W > TC_SMEM_MAX) return 0;                            /* and no int overflow below */
+    int RS, WS;
+    tc_tile(H, W, K, e, &RS, &WS);
+    return tc_bytes(RS * WS, H * W, 1) <= TC_SMEM_MAX; /* float input, the larger raw copy */
 }
 
-int nc_conv_launch_tc(int version, float *y, const float *x, const uint8_t *x_u8, const nc_conv_lut *lut,
-                      const float *k, const float *bias, int B, int C, int H, int W, int M, int K,
-                      const nc_conv_epilogue *e, cudaStream_t stream, nc_error *err) {
-    if (version != 7 && version != 8)
-        return nc_fail(err, NC_ERR_ARG, "conv version %d is not a tensor-core version (7 or 8)", version);
-    if (!nc_conv_tc_takes(C, H, W, M, K, e))
+/* Blocks of `threads` that fit an SM with `bytes` of shared memory each (0 where none). */
+static int tc_per_sm(tc_kernel_fn fn, int threads, size_t bytes, int *per_sm, nc_error *err) {
+    CUDA_RET(cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, fn, threads, bytes));
+    return NC_OK;
+}
+
+/* Versions 7..10 with images_per_block ipb (at most: halved until the blocks an SM are those of one image). */
+static int tc_launch(int version, int ipb, float *y, const float *x, const uint8_t *x_u8, const nc_conv_lut *lut,
+                     const float *k, const float *bias, int B, int C, int H, int W, int M, int K,
+                     const nc_conv_epilogue *e, cudaStream_t stream, nc_error *err) {
+    if (version < 7 || version > 10)
+        return nc_fail(err, NC_ERR_ARG, "conv version %d is not a tensor-core version (7 to 10)", version);
+    if (ipb < 1 || ipb > TC_IPB_MAX)
+        return nc_fail(err, NC_ERR_ARG, "conv version %d: images_per_block %d is outside 1..%d", version, ipb,
+                       TC_IPB_MAX);
+    /* cp.async copies pixels in aligned 4-byte words: other pixel buffers go to version 6. */
+    if (!nc_conv_tc_takes(C, H, W, M, K, e) || (x_u8 && (uintptr_t)x_u8 % 4 != 0))
         return nc_conv_launch_fused(y, x, x_u8, lut, k, bias, B, C, H, W, M, K, e, stream, err);
     if (B <= 0) return NC_OK;
     tc_params d;
@@ -343,37 +461,75 @@ int nc_conv_launch_tc(int version, float *y, const float *x, const uint8_t *x_u8
         d.PR = d.Yh, d.CG = (2 * d.Yw + 7) / 8;
     }
     tc_tile(H, W, K, e, &d.RS, &d.WS);
-    d.YS = (d.Yh * d.Yw + 3) / 4 * 4;
-    if (d.YS % 8 == 0) d.YS += 4;
-    const int ys_at = (d.RS * d.WS + 3) / 4 * 4; /* floats before ys */
-    d.ys = e->pool != TC_NONE && (size_t)(ys_at + M * d.YS) * sizeof(float) <= TC_SMEM_MAX;
-    if (d.ys && (d.Yh * d.Yw) % 4 == 0 && (uintptr_t)y % 16 == 0) d.ys = 2;
+    d.XS = d.RS * d.WS;
+    d.RW = x_u8 ? (H * W + 3) / 4 + 1 : H * W; /* pixels: a shifted image spans one word more */
     d.a = 1.0f, d.c = 0.0f;
-    d.words = x_u8 && (H * W) % 4 == 0 && (uintptr_t)x_u8 % 4 == 0;
     if (x_u8) { /* the table is affine (see the header): its ends give a and c */
         d.c = lut->v[0];
         d.a = (float)(((double)lut->v[255] - (double)lut->v[0]) / 255.0);
     }
     const int MT = (M + 15) / 16, MW = MT >= 2 ? 2 : 1;
     d.MG = (MT + MW - 1) / MW;
-    const int mode = version == 7 ? MODE_TF32 : x_u8 ? MODE_SPLIT_A : MODE_SPLIT_AB;
+    const int mode = version == 7   ? MODE_TF32
+                     : version == 8 ? (x_u8 ? MODE_SPLIT_A : MODE_SPLIT_AB)
+                     : version == 9 ? MODE_F16
+                                    : MODE_BF16;
     /* A multiple of MG warps a block, at least 4 (MG <= 8, so at most 8). */
-    const int warps = d.MG * ((4 + d.MG - 1) / d.MG);
-    const size_t smem = (size_t)(d.ys ? ys_at + M * d.YS : d.RS * d.WS) * sizeof(float);
+    const int threads = 32 * d.MG * ((4 + d.MG - 1) / d.MG);
     const tc_kernel_fn fn = tc_kernel_for(K, MW, mode);
-    if (smem > 48 * 1024)
-        CUDA_RET(cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    int device = 0, sms = 0, per_sm = 0;
+    int device = 0, sms = 0, optin = 0, per1 = 0, per = 0;
     CUDA_RET(cudaGetDevice(&device));
     CUDA_RET(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    CUDA_RET(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, 32 * warps, smem));
-    const long blocks = (long)sms * (per_sm > 0 ? per_sm : 1);
-    fn<<<(unsigned)(blocks < B ? blocks : B), 32 * warps, smem, stream>>>(y, x, x_u8, k, bias, d);
+    CUDA_RET(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    const size_t limit = (size_t)optin < TC_SMEM_MAX ? (size_t)optin : TC_SMEM_MAX;
+    if (tc_bytes(d.XS, d.RW, 1) > limit) /* a GPU with less shared memory than Hopper's */
+        return nc_conv_launch_fused(y, x, x_u8, lut, k, bias, B, C, H, W, M, K, e, stream, err);
+    CUDA_RET(cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)limit));
+    int rc = tc_per_sm(fn, threads, tc_bytes(d.XS, d.RW, 1), &per1, err);
+    if (rc) return rc;
+    const long resident = (long)sms * (per1 > 0 ? per1 : 1);
+    const int blocks = (int)(resident < B ? resident : B), most = (B + blocks - 1) / blocks; /* images a block */
+    /* More images a block only where each block still has two groups (one's copy overlapping the other's tasks),
+     * and they cost no resident block nor more shared memory than allowed. */
+    for (; ipb > 1; ipb /= 2) {
+        if (2 * ipb > most || tc_bytes(d.XS, d.RW, ipb) > limit) continue;
+        if ((rc = tc_per_sm(fn, threads, tc_bytes(d.XS, d.RW, ipb), &per, err))) return rc;
+        if (per >= per1) break;
+    }
+    d.ipb = ipb;
+    fn<<<(unsigned)blocks, threads, tc_bytes(d.XS, d.RW, ipb), stream>>>(y, x, x_u8, k, bias, d);
     CUDA_LAUNCHED();
     return NC_OK;
 }
 
-/* The convolution alone (versions 7 and 8 in conv_kernels.cu's table); what they do not take goes to version 5. */
+/* The tunings, the default first. Measured by `nanoconv bench --sweep` on an H100 (2026-11-22, N = 10000, the six
+ * first layers of the zoo, fused with uint8 input; docs/PERFORMANCE.md): the spread is under 3%, except 8 images a
+ * block on the 2017 layer in fp16 and bf16 (28% and 33% slower: two or three groups a block, the first group's
+ * copy exposed). 2 is fastest or within 2% of it everywhere, so it is the default. Several images a block did not
+ * buy what was hoped (1 is within 2.4% of the best): the limit is elsewhere. tc_launch lowers it where the batch
+ * is small or the images large. */
+static const nc_conv_tc_tuning tc_tunings[] = {{2}, {4}, {1}, {8}};
+
+extern "C" const nc_conv_tc_tuning *nc_conv_tc_tunings(int *n) {
+    *n = (int)(sizeof tc_tunings / sizeof tc_tunings[0]);
+    return tc_tunings;
+}
+
+extern "C" int nc_conv_launch_tc_tuned(int version, const nc_conv_tc_tuning *tuning, float *y, const float *x,
+                                       const uint8_t *x_u8, const nc_conv_lut *lut, const float *k, const float *bias,
+                                       int B, int C, int H, int W, int M, int K, const nc_conv_epilogue *e,
+                                       cudaStream_t stream, nc_error *err) {
+    const int ipb = (tuning ? tuning : &tc_tunings[0])->images_per_block;
+    return tc_launch(version, ipb, y, x, x_u8, lut, k, bias, B, C, H, W, M, K, e, stream, err);
+}
+
+int nc_conv_launch_tc(int version, float *y, const float *x, const uint8_t *x_u8, const nc_conv_lut *lut,
+                      const float *k, const float *bias, int B, int C, int H, int W, int M, int K,
+                      const nc_conv_epilogue *e, cudaStream_t stream, nc_error *err) {
+    return nc_conv_launch_tc_tuned(version, NULL, y, x, x_u8, lut, k, bias, B, C, H, W, M, K, e, stream, err);
+}
+
+/* The convolution alone (versions 7..10 in conv_kernels.cu's table); what they do not take goes to version 5. */
 static int tc_alone(int version, NC_CONV_LAUNCHER_ARGS) {
     const nc_conv_epilogue none = {TC_NONE, TC_NONE, 1, 1};
     return nc_conv_launch_tc(version, y, x, NULL, NULL, k, bias, B, C, H, W, M, K, &none, stream, err);
@@ -385,4 +541,12 @@ int nc_conv_launch_tf32(NC_CONV_LAUNCHER_ARGS) {
 
 int nc_conv_launch_3xtf32(NC_CONV_LAUNCHER_ARGS) {
     return tc_alone(8, y, x, k, bias, B, C, H, W, M, K, stream, err);
+}
+
+int nc_conv_launch_fp16(NC_CONV_LAUNCHER_ARGS) {
+    return tc_alone(9, y, x, k, bias, B, C, H, W, M, K, stream, err);
+}
+
+int nc_conv_launch_bf16(NC_CONV_LAUNCHER_ARGS) {
+    return tc_alone(10, y, x, k, bias, B, C, H, W, M, K, stream, err);
 }

@@ -55,19 +55,50 @@ int nc_cuda_activation_forward(nc_layer_kind kind, float *y, const float *x, siz
 int nc_cuda_pool_forward(nc_layer_kind kind, float *y, const float *x, int B, int C, int H, int W, int P, int S,
                          cudaStream_t stream, nc_error *err);
 
-/* y = x w^T + b by a tiled SGEMM in fp32. y is (B, OUT), x is (B, IN), w is (OUT, IN), b is (OUT) or NULL. */
+/* y = x w^T + b by a tiled SGEMM in exact fp32 (FFMA only). y is (B, OUT), x is (B, IN), w is (OUT, IN), b is
+ * (OUT) or NULL. Any alignment of x and w and any IN. Each output is summed over k = 0..IN-1 in order, so a row of
+ * y is bitwise the same whatever B is and whichever kernel the launcher picks for it. */
 int nc_cuda_dense_forward(float *y, const float *x, const float *w, const float *b, int B, int IN, int OUT,
                           cudaStream_t stream, nc_error *err);
 
 /* nc_run_opts.precision: what the cuda backend may trade for speed. FP32 is exact (every kernel in fp32, the
- * default); TF32 runs first layers on conv version 7 and the dense layers on dense_tc.cu's TF32 GEMM (reduced
- * precision); 3XTF32 on version 8 and the 3xTF32 GEMM (near-exact, ~1e-6 relative, not bitwise). */
-enum { NC_PRECISION_FP32 = 0, NC_PRECISION_TF32 = 1, NC_PRECISION_3XTF32 = 2 };
+ * default). The others run one-channel convolutions on a tensor-core conv version and the dense layers on
+ * dense_tc.cu's GEMM at that precision, and are opt-in: TF32 (version 7), FP16 and BF16 are reduced precision;
+ * 3XTF32 (version 8) is near-exact (~1e-6 relative, not bitwise). */
+enum {
+    NC_PRECISION_FP32 = 0,
+    NC_PRECISION_TF32 = 1,
+    NC_PRECISION_3XTF32 = 2,
+    NC_PRECISION_FP16 = 3,
+    NC_PRECISION_BF16 = 4,
+    NC_PRECISION_COUNT
+};
+/* "fp32", "tf32", "3xtf32", "fp16", "bf16"; NULL out of range. */
+const char *nc_precision_name(int precision);
+/* The precision a conv version computes in (NC_PRECISION_FP32 for versions 1..6). */
+int nc_cuda_conv_version_precision(int version);
+/* Whether a conv version gives the same bits on every run (all but version 12, whose atomics order its sums). */
+int nc_cuda_conv_version_reproducible(int version);
 
-/* nc_cuda_dense_forward on the tensor cores (dense_tc.cu) at precision NC_PRECISION_TF32 or NC_PRECISION_3XTF32;
- * NC_PRECISION_FP32 runs nc_cuda_dense_forward. */
+/* nc_cuda_dense_forward on the tensor cores (dense_tc.cu) at precision NC_PRECISION_TF32, 3XTF32, FP16 or BF16
+ * (operands rounded from fp32, fp32 sums; error <= ~2u sum|x w|, u = 2^-11 for tf32 and fp16, 2^-8 for bf16; fp16
+ * operands beyond 65504 become inf); NC_PRECISION_FP32 runs nc_cuda_dense_forward. Any alignment of x and w; each
+ * row of y is bitwise the same whatever B is. tf32, fp16 and bf16 convert w into a temporary (stream-ordered
+ * cudaMallocAsync) on every call: the same as nc_cuda_dense_tc_prepare then nc_cuda_dense_tc_forward_prepared,
+ * bit for bit. */
 int nc_cuda_dense_tc_forward(int precision, float *y, const float *x, const float *w, const float *b, int B, int IN,
                              int OUT, cudaStream_t stream, nc_error *err);
+
+/* Bytes of a dense layer's weights prepared for `precision`: (OUT, IN rounded up to 32) tf32 bit patterns (4
+ * bytes), fp16 or bf16 (2) for TF32, FP16 and BF16; (OUT, IN) fp32, a plain copy, for FP32 and 3XTF32. */
+size_t nc_cuda_dense_tc_prepared_size(int precision, int IN, int OUT);
+/* Converts w (OUT, IN) fp32 into wp, nc_cuda_dense_tc_prepared_size bytes, 16-byte aligned (cudaMalloc's are):
+ * once at model load, so that each forward skips the conversion. */
+int nc_cuda_dense_tc_prepare(int precision, void *wp, const float *w, int IN, int OUT, cudaStream_t stream,
+                             nc_error *err);
+/* nc_cuda_dense_tc_forward on weights prepared for the same precision, IN and OUT. */
+int nc_cuda_dense_tc_forward_prepared(int precision, float *y, const float *x, const void *wp, const float *b, int B,
+                                      int IN, int OUT, cudaStream_t stream, nc_error *err);
 
 /* Softmax over each row; y may equal x. y and x are (B, N). */
 int nc_cuda_softmax_forward(float *y, const float *x, int B, int N, cudaStream_t stream, nc_error *err);

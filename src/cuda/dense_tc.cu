@@ -1,76 +1,405 @@
 /*
- * Dense layers on the tensor cores: y = x w^T + b as a GEMM on mma.sync.m16n8k8 TF32, for the cuda backend's
- * reduced-precision options (the default, exact fp32, is layers.cu's SIMT SGEMM).
+ * Dense layers on the tensor cores: y = x w^T + b as a GEMM on mma.sync, for the cuda backend's reduced-precision
+ * options (the default, exact fp32, is layers.cu's SIMT SGEMM).
  *
- *   tf32    one MMA per product, both operands rounded to TF32 (10-bit mantissa): reduced precision.
- *           nanoconv eval --model M --backend cuda --precision tf32
+ *   tf32    m16n8k8, both operands rounded to TF32 (10-bit mantissa): reduced precision.
  *   3xtf32  each operand split into a TF32 high part and the TF32 rounding of its remainder, three MMAs
  *           (lo x hi + hi x lo + hi x hi; lo x lo is below fp32's rounding): near-exact, not bitwise fp32.
- *           nanoconv eval --model M --backend cuda --precision 3xtf32
+ *   fp16    m16n8k16, operands rounded to fp16 (10-bit mantissa, |v| <= 65504: larger is inf), fp32 sums.
+ *   bf16    m16n8k16, operands rounded to bf16 (7-bit mantissa, fp32's range), fp32 sums.
+ *           nanoconv eval --model M --backend cuda --precision tf32 (3xtf32, fp16, bf16)
+ * Per product the operand rounding costs at most 2u |x w| (u = 2^-11 for tf32 and fp16, 2^-8 for bf16), so
+ * |y - exact| <= ~2u sum_k |x_k w_k| plus fp32's summation; tests/gpu/test_dense_tc.c checks these bounds.
  *
  * GEMM rows are images (x is (B, IN), row-major: PTX's "row" A), columns are outputs (w is (OUT, IN): B[k][n] =
- * w[n][k], PTX's "col" B). A block computes a 128 x 128 tile of y with 8 warps (2 x 4, 64 x 32 each: 4 x 4
- * m16n8 tiles, 64 accumulators a thread), over k in slices of 32 staged by cp.async into two shared-memory
- * stages (the next slice loads while this one is multiplied). Rows of a stage are padded to 36 floats so that a
- * fragment load (lanes at row g, column t: bank 4g + t) is conflict-free. Copies are 16 bytes where x, w and IN
- * allow it, else 8 or 4 (a model file's weights need not be 16-byte aligned: the 2017 dense layer's start at
- * float 1250); rows and columns past B, OUT and IN are zero-filled by the copy itself.
+ * w[n][k], PTX's "col" B).
+ *
+ * Why this shape (H100, the 2017 dense layer: B 10000, IN 7200, OUT 500). mma.sync on Hopper is limited by
+ * shared memory, not by the tensor cores: an SM reads 128 bytes a clock, and a warp tile of Mw x Nw reads
+ * (Mw + Nw) bytes an element of k for Mw Nw k multiply-adds. So the operands sit in shared memory already in the
+ * MMA's format, and nothing but fragment loads and MMAs runs in the inner loop:
+ *  - Weights are converted once, by nc_cuda_dense_tc_prepare, into the MMA's format (tf32 bit patterns, fp16 or
+ *    bf16), each row zero-padded to a multiple of the 32-wide k slice; the kernel copies them with cp.async, 16
+ *    bytes at a time, no bounds on k. nc_cuda_dense_tc_forward prepares a temporary copy on every call (~10 us
+ *    for the 2017 layer); a backend that keeps the prepared weights calls nc_cuda_dense_tc_forward_prepared.
+ *  - x is loaded into registers one slice ahead (ld.global, 32 floats a thread; tf32 in two halves), rounded, and
+ *    stored into the next stage after the current slice's MMAs: fp16/bf16 then halve shared-memory writes and
+ *    fragment reads, and tf32 drops its rounding from the inner loop. The load's latency hides behind MMAs.
+ *  - 64 x 64 warp tiles, 2 x 2 warps a 128 x 128 block tile, 128 accumulators a thread; 32 w fragment registers,
+ *    8 of x, 32 (tf32: 16) of staged x: 241-248 of 255 registers, no spills, so two blocks (8 warps) share an SM,
+ *    and the 2017 layer's 316 blocks run on 264 slots of 132 SMs.
+ *  - k advances in slices of 32 through 3 shared-memory stages: the w copy runs two slices ahead, x's one.
+ *  - A thread reads its fragments as 16-byte loads: the k order inside a slice is free (a dot product may be summed
+ *    in any order, provided x and w agree), so lane (g, t) takes bytes 16 t .. 16 t + 15 of its rows (fp16/bf16:
+ *    halves 8t .. 8t+7, two k16 steps) or 32 t + 16 h .. (tf32, h = 0, 1: floats 8t + 4h .., two k8 steps each),
+ *    see dtc_read. Rows are 64 bytes (fp16/bf16), or 128 + 16 of padding (tf32), so the 8 lanes of a quarter warp
+ *    (g in 0..1, t in 0..3) cover the 32 banks exactly once: no conflicts.
+ *  - Every precision sums each output's products in the same k order whatever B is, so a row of y is the same
+ *    bit for bit whether it is computed in a batch of 10 or 10000 (the pieces of gpu_plan.cu rely on it).
+ * 3xtf32 does 3 MMAs for each fragment read and needs both parts of each operand; it keeps the previous design
+ * (fp32 staged by cp.async, split as the fragments are read, 64 x 32 warp tiles, 2 x 4 warps; dtc_split_kernel).
+ * x loads are 16 bytes where x and IN allow it, else 4; rows past B and k past IN are zeros.
  */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include "cuda/cuda_check.h"
 #include "cuda/cuda_layers.h"
 
-#define DTC_BM 128
-#define DTC_BN 128
-#define DTC_BK 32
-#define DTC_LD (DTC_BK + 4)
-#define DTC_THREADS 256
-#define DTC_STAGE ((DTC_BM + DTC_BN) * DTC_LD) /* floats of one stage: the x tile, then the w tile */
+#define DTC_BM 128 /* block tile: images */
+#define DTC_BN 128 /* block tile: outputs */
+#define DTC_BK 32  /* k slice of one stage */
+#define DTC_STAGES 3
+#define DTC_THREADS 128                                                     /* 2 x 2 warps of 64 x 64 */
+#define DTC_KP(IN) (((IN) + DTC_BK - 1) / DTC_BK * DTC_BK)                  /* a prepared weight row, in elements */
+#define DTC_ES(P) ((P) == NC_PRECISION_TF32 ? 4 : 2)                        /* bytes an element in shared memory */
+#define DTC_RS(P) ((P) == NC_PRECISION_TF32 ? 4 * DTC_BK + 16 : 2 * DTC_BK) /* bytes a staged row */
+#define DTC_READS(P) (DTC_BK * DTC_ES(P) / 64)          /* 16-byte reads a lane makes of a staged row: 2, 1 */
+#define DTC_STAGE(P) ((DTC_BM + DTC_BN) * DTC_RS(P))    /* bytes a stage: the x tile, then the w tile */
+#define DTC_SMEM(P) ((size_t)DTC_STAGES * DTC_STAGE(P)) /* tf32 110.6 KB, fp16/bf16 48 KB */
 
+/* Round to TF32, to nearest even. sm_90's cvt.rn is one instruction (F2FP). */
 __device__ __forceinline__ uint32_t dtc_tf32(float v) {
     uint32_t r;
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    asm("cvt.rn.tf32.f32 %0, %1;" : "=r"(r) : "f"(v));
     return r;
 }
 
-/* d += a b on one m16n8k8 tile (fragments as PTX ISA's m16n8k8 .tf32 layout; see conv_tc.cu). */
-__device__ __forceinline__ void dtc_mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+/* Two values as one f16x2 / bf16x2 register, lo in the low half (the lower k index, as the fragments want). */
+template <int P> __device__ __forceinline__ uint32_t dtc_pack(float lo, float hi) {
+    if constexpr (P == NC_PRECISION_FP16) {
+        const __half2 h = __floats2half2_rn(lo, hi);
+        return *reinterpret_cast<const uint32_t *>(&h);
+    } else {
+        const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+        return *reinterpret_cast<const uint32_t *>(&h);
+    }
 }
 
-/* Copies one k slice of the x and w tiles into stage s: 128 rows x 32 floats each, in chunks of VEC floats (4, 2
- * or 1), 2 x 16 / VEC chunks a thread; a chunk past the matrix copies 0 bytes and zero-fills. */
-template <int VEC>
-__device__ __forceinline__ void dtc_load(float *s, const float *x, const float *w, int B, int IN, int OUT, int row0,
-                                         int col0, int k0) {
-    constexpr int PER_ROW = DTC_BK / VEC, PER_T = DTC_BM * PER_ROW / DTC_THREADS; // chunks: a row, a thread a tile
-    const int tid = (int)threadIdx.x;
+/* 16-byte shared-memory accesses as single instructions. volatile and "memory" keep them on their side of the
+ * __syncthreads that orders a stage's writes and reads. */
+__device__ __forceinline__ void dtc_lds4(uint32_t (&r)[4], const void *p) {
+    asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"((uint32_t)__cvta_generic_to_shared(p))
+                 : "memory");
+}
+
+__device__ __forceinline__ void dtc_sts4(void *p, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+    asm volatile("st.shared.v4.b32 [%0], {%1,%2,%3,%4};" ::"r"((uint32_t)__cvta_generic_to_shared(p)), "r"(a), "r"(b),
+                 "r"(c), "r"(d)
+                 : "memory");
+}
+
+/* d += a b on one m16n8k8 TF32 tile (fragments as PTX ISA's m16n8k8 .tf32 layout). */
+__device__ __forceinline__ void dtc_mma8(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                         uint32_t b1) {
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+/* d += a b on one MMA tile of precision P: m16n8k8 for tf32, m16n8k16 for fp16 and bf16, fp32 accumulators. */
+template <int P>
+__device__ __forceinline__ void dtc_mma(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                        uint32_t b1) {
+    if constexpr (P == NC_PRECISION_TF32)
+        dtc_mma8(d, a0, a1, a2, a3, b0, b1);
+    else if constexpr (P == NC_PRECISION_FP16)
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%0,%1,%2,%3};"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+    else
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%0,%1,%2,%3};"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+/*
+ * Read h of a staged k slice through a warp's 64 x 64 tile: xs is the warp's 64 x rows, ws its 64 w rows
+ * (DTC_RS(P) bytes apart). A slice is DTC_READS(P) 16-byte reads of each row; lane (g, t) takes bytes
+ * 16 (READS t + h) .. + 15 of its rows. A read holds 4 registers: two MMA k steps, step s taking registers 2s and
+ * 2s + 1. That maps logical k to the same bytes for x and w, as the PTX fragment layouts show:
+ *   tf32 m16n8k8:   A (a0, a1, a2, a3) = (row g k t, row g+8 k t, row g k t+4, row g+8 k t+4), B (k t, k t+4);
+ *                   logical k t is register 2s, k t + 4 register 2s + 1.
+ *   fp16/bf16 m16n8k16: A = (g k 2t.., g+8 k 2t.., g k 2t+8.., g+8 k 2t+8..), B (k 2t.., k 2t+8..); logical k
+ *                   2t, 2t+1 are register 2s, k 2t+8, 2t+9 register 2s + 1.
+ * Over the lanes t, the reads h and the steps s every k of the slice is taken once. The w fragments of a read
+ * are loaded once (32 registers), then each m16 tile's x fragments (8) meet all of them.
+ */
+template <int P>
+__device__ __forceinline__ void dtc_read(float (&acc)[4][8][4], const unsigned char *xs, const unsigned char *ws, int g,
+                                         int t, int h) {
+    constexpr int RS = DTC_RS(P);
+    const int off = 16 * (DTC_READS(P) * t + h);
+    uint32_t b[8][4];
 #pragma unroll
-    for (int i = 0; i < 2 * PER_T; i++) {
-        const int chunk = tid + (i % PER_T) * DTC_THREADS, r = chunk / PER_ROW, c = chunk % PER_ROW * VEC;
-        const int tile_w = i >= PER_T, gr = (tile_w ? col0 : row0) + r, gk = k0 + c;
-        const int ok = gr < (tile_w ? OUT : B) && gk < IN;
-        const float *src = ok ? (tile_w ? w : x) + (size_t)gr * IN + gk : x;
-        float *dst = s + (tile_w ? DTC_BM * DTC_LD : 0) + r * DTC_LD + c;
-        const uint32_t sa = (uint32_t)__cvta_generic_to_shared(dst);
+    for (int j = 0; j < 8; j++) dtc_lds4(b[j], ws + (8 * j + g) * RS + off);
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        uint32_t a0[4], a8[4];
+        dtc_lds4(a0, xs + (16 * i + g) * RS + off);
+        dtc_lds4(a8, xs + (16 * i + g + 8) * RS + off);
+#pragma unroll
+        for (int s = 0; s < 2; s++)
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+                dtc_mma<P>(acc[i][j], a0[2 * s], a8[2 * s], a0[2 * s + 1], a8[2 * s + 1], b[j][2 * s], b[j][2 * s + 1]);
+    }
+}
+
+/* Part h (of PARTS) of x's slice k0 .. k0+31 of block rows r0 .. r0+127 into registers: thread tid takes floats
+ * 8u + 8h / PARTS .. (u = tid % 4, 8 / PARTS of them) of rows tid / 4 + 32 m, m = 0..3 (a warp reads 8 whole
+ * 128-byte row segments over the parts). Zeros past B and IN. VEC 4: x and IN are 16-byte aligned (a 4-float
+ * chunk is wholly inside k or past it); VEC 1: any alignment. tf32 loads a slice in 2 parts, one before each read
+ * of dtc_read, to keep 16 registers of x in flight instead of 32 (with 32, ptxas spills). */
+template <int VEC, int PARTS>
+__device__ __forceinline__ void dtc_load_x(float (&xr)[4][8 / PARTS], const float *__restrict__ x, int B, int IN,
+                                           int r0, int k0, int h) {
+    constexpr int N = 8 / PARTS;
+    const int tid = (int)threadIdx.x, k = k0 + 8 * (tid & 3) + N * h;
+#pragma unroll
+    for (int m = 0; m < 4; m++) {
+        const int r = r0 + (tid >> 2) + 32 * m;
+        const float *row = x + (size_t)(r < B ? r : 0) * IN;
+        if constexpr (VEC == 4) {
+#pragma unroll
+            for (int q = 0; q < N / 4; q++) {
+                float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                if (r < B && k + 4 * q < IN) v = __ldg(reinterpret_cast<const float4 *>(row + k + 4 * q));
+                xr[m][4 * q] = v.x, xr[m][4 * q + 1] = v.y, xr[m][4 * q + 2] = v.z, xr[m][4 * q + 3] = v.w;
+            }
+        } else {
+#pragma unroll
+            for (int e = 0; e < N; e++) xr[m][e] = r < B && k + e < IN ? __ldg(row + k + e) : 0.0f;
+        }
+    }
+}
+
+/* The registers of dtc_load_x's part h, rounded to P, into a stage's x tile (xs, rows DTC_RS(P) bytes apart, k
+ * in natural order): 16 bytes a row (tf32: 4 floats of 2 parts; fp16/bf16: 8 halves of 1). A quarter warp writes
+ * 2 rows' pieces, 128 distinct bytes modulo 128 (tf32 rows are 144 bytes apart, fp16/bf16 rows 64). */
+template <int P>
+__device__ __forceinline__ void dtc_store_x(unsigned char *xs, const float (&xr)[4][8 / DTC_READS(P)], int h) {
+    const int tid = (int)threadIdx.x, u = tid & 3;
+#pragma unroll
+    for (int m = 0; m < 4; m++) {
+        unsigned char *p = xs + ((tid >> 2) + 32 * m) * DTC_RS(P);
+        if constexpr (P == NC_PRECISION_TF32)
+            dtc_sts4(p + 32 * u + 16 * h, dtc_tf32(xr[m][0]), dtc_tf32(xr[m][1]), dtc_tf32(xr[m][2]),
+                     dtc_tf32(xr[m][3]));
+        else
+            dtc_sts4(p + 16 * u, dtc_pack<P>(xr[m][0], xr[m][1]), dtc_pack<P>(xr[m][2], xr[m][3]),
+                     dtc_pack<P>(xr[m][4], xr[m][5]), dtc_pack<P>(xr[m][6], xr[m][7]));
+    }
+}
+
+/* Prepared w's slice k0 .. k0+31 of rows c0 .. c0+127 (rows KP elements apart) into a stage's w tile, 16 bytes a
+ * cp.async; rows past OUT copy 0 bytes and zero-fill. Consecutive threads take consecutive pieces of a row. */
+template <int P>
+__device__ __forceinline__ void dtc_load_w(unsigned char *ws, const unsigned char *wp, int OUT, int KP, int c0,
+                                           int k0) {
+    constexpr int PER_ROW = DTC_BK * DTC_ES(P) / 16; /* 16-byte pieces a row: tf32 8, fp16/bf16 4 */
+#pragma unroll
+    for (int i = 0; i < PER_ROW; i++) {
+        const int idx = (int)threadIdx.x + DTC_THREADS * i, r = idx / PER_ROW, c = idx % PER_ROW;
+        const int ok = c0 + r < OUT;
+        const unsigned char *src = ok ? wp + ((size_t)(c0 + r) * KP + k0) * DTC_ES(P) + 16 * c : wp;
+        const uint32_t sa = (uint32_t)__cvta_generic_to_shared(ws + r * DTC_RS(P) + 16 * c);
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(sa), "l"(src), "r"(ok ? 16 : 0));
+    }
+}
+
+/* acc[i][j] (the warp's 64 x 64 at rows wm.., columns wn.. of the block tile) plus bias into y: rows wm + 16i + g
+ * (+8 for e >= 2), columns wn + 8j + 2t (+1 for odd e). Pairs go out as float2 where OUT is even (the pair is then
+ * 8-byte aligned): each row's 32 bytes in one store, not two halves. */
+template <int NJ>
+__device__ __forceinline__ void dtc_store_y(float *__restrict__ y, const float *__restrict__ b,
+                                            const float (&acc)[4][NJ][4], int B, int OUT, int r0, int c0, int g,
+                                            int t) {
+    const int pairs = (OUT & 1) == 0 && ((uintptr_t)y & 7) == 0;
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < NJ; j++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int r = r0 + i * 16 + g + 8 * h, c = c0 + j * 8 + 2 * t;
+                if (r >= B || c >= OUT) continue;
+                float *dst = y + (size_t)r * OUT + c;
+                const float v0 = acc[i][j][2 * h] + (b ? b[c] : 0.0f);
+                if (c + 1 < OUT) {
+                    const float v1 = acc[i][j][2 * h + 1] + (b ? b[c + 1] : 0.0f);
+                    if (pairs)
+                        *(float2 *)dst = make_float2(v0, v1);
+                    else
+                        dst[0] = v0, dst[1] = v1;
+                } else {
+                    dst[0] = v0;
+                }
+            }
+}
+
+/* tf32, fp16, bf16. y is (B, OUT), x is (B, IN), wp is (OUT, DTC_KP(IN)) prepared at P, b is (OUT) or NULL.
+ * Dynamic shared memory: DTC_STAGES stages of (x tile (128, 32), w tile (128, 32)) in P's format. Slice kt reads
+ * stage kt % 3; meanwhile this thread's x of slice kt + 1 goes through registers into stage kt + 1 (part h loaded
+ * before read h, stored after it) and the w copies of slice kt + 2 fill stage kt + 2. One __syncthreads a slice:
+ * before it, every thread has stored its x of slice kt + 1 and waited for its w copies of kt + 1; after it, every
+ * thread is done with stage kt, which the next slice's w copies (slice kt + 3) refill. */
+template <int P, int VEC>
+__global__ void __launch_bounds__(DTC_THREADS, 2)
+    dense_tc_kernel(float *__restrict__ y, const float *__restrict__ x, const unsigned char *__restrict__ wp,
+                    const float *__restrict__ b, int B, int IN, int OUT) {
+    constexpr int RS = DTC_RS(P), STAGE = DTC_STAGE(P), READS = DTC_READS(P);
+    extern __shared__ __align__(16) unsigned char dsm[];
+    const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+    const int wm = (warp >> 1) * 64, wn = (warp & 1) * 64; /* the warp's 64 x 64 within the block tile */
+    const int row0 = (int)blockIdx.y * DTC_BM, col0 = (int)blockIdx.x * DTC_BN, KP = DTC_KP(IN);
+    const int tiles = KP / DTC_BK;
+    float acc[4][8][4];
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
+    float xr[4][8 / READS];
+    /* w of slices 0 and 1 in flight, a commit group each (empty past the last, to keep wait_group's count); x of
+     * slice 0 stored. */
+    if (tiles > 0) {
+        dtc_load_w<P>(dsm + DTC_BM * RS, wp, OUT, KP, col0, 0);
+        asm volatile("cp.async.commit_group;");
+        if (tiles > 1) dtc_load_w<P>(dsm + STAGE + DTC_BM * RS, wp, OUT, KP, col0, DTC_BK);
+        asm volatile("cp.async.commit_group;");
+#pragma unroll
+        for (int h = 0; h < READS; h++) {
+            dtc_load_x<VEC, READS>(xr, x, B, IN, row0, 0, h);
+            dtc_store_x<P>(dsm, xr, h);
+        }
+        asm volatile("cp.async.wait_group 1;");
+        __syncthreads();
+    }
+    int cur = 0; /* stage of slice kt */
+    for (int kt = 0; kt < tiles; kt++) {
+        const int nx = cur == DTC_STAGES - 1 ? 0 : cur + 1, nw = nx == DTC_STAGES - 1 ? 0 : nx + 1;
+        const int more = kt + 1 < tiles;
+        const unsigned char *s = dsm + cur * STAGE;
+#pragma unroll
+        for (int h = 0; h < READS; h++) {
+            if (more) dtc_load_x<VEC, READS>(xr, x, B, IN, row0, (kt + 1) * DTC_BK, h);
+            if (h == 0) {
+                if (kt + 2 < tiles) dtc_load_w<P>(dsm + nw * STAGE + DTC_BM * RS, wp, OUT, KP, col0, (kt + 2) * DTC_BK);
+                asm volatile("cp.async.commit_group;");
+            }
+            dtc_read<P>(acc, s + wm * RS, s + (DTC_BM + wn) * RS, g, t, h);
+            if (more) dtc_store_x<P>(dsm + nx * STAGE, xr, h);
+        }
+        asm volatile("cp.async.wait_group 1;"); /* this thread's w copies of slice kt + 1 */
+        __syncthreads();
+        cur = nx;
+    }
+    dtc_store_y<8>(y, b, acc, B, OUT, row0 + wm, col0 + wn, g, t);
+}
+
+/* Weights in P's format, rows zero-padded to KP: wp is (OUT, KP) of tf32 bit patterns, fp16 or bf16; w is
+ * (OUT, IN) fp32. */
+template <int P>
+__global__ void dense_tc_prepare_kernel(void *__restrict__ wp, const float *__restrict__ w, int IN, int KP, int OUT) {
+    const size_t n = (size_t)OUT * KP;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        const size_t o = i / KP;
+        const int k = (int)(i - o * KP);
+        const float v = k < IN ? w[o * IN + k] : 0.0f;
+        if constexpr (P == NC_PRECISION_TF32)
+            ((uint32_t *)wp)[i] = dtc_tf32(v);
+        else if constexpr (P == NC_PRECISION_FP16)
+            ((__half *)wp)[i] = __float2half_rn(v);
+        else
+            ((__nv_bfloat16 *)wp)[i] = __float2bfloat16_rn(v);
+    }
+}
+
+/* ---------------------------------------------------------------- 3xtf32 */
+
+#define DTC_SPLIT_LD (DTC_BK + 4) /* floats a staged row: 16-byte aligned, and conflict-free float4 reads */
+#define DTC_SPLIT_STAGE ((DTC_BM + DTC_BN) * DTC_SPLIT_LD)
+#define DTC_SPLIT_SMEM ((size_t)DTC_STAGES * DTC_SPLIT_STAGE * sizeof(float)) /* 110.6 KB */
+#define DTC_SPLIT_THREADS 256                                                 /* 2 x 4 warps of 64 x 32 */
+
+/* Both TF32 parts of 4 values: hi[c] rounds v, lo[c] rounds what hi leaves. */
+__device__ __forceinline__ void dtc_split4(uint32_t (&hi)[4], uint32_t (&lo)[4], const uint32_t (&v)[4]) {
+#pragma unroll
+    for (int c = 0; c < 4; c++) {
+        hi[c] = dtc_tf32(__uint_as_float(v[c]));
+        lo[c] = dtc_tf32(__uint_as_float(v[c]) - __uint_as_float(hi[c]));
+    }
+}
+
+/* One staged k slice through a warp's 64 x 32 tile, fp32 rows DTC_SPLIT_LD floats apart; fragments as dtc_read
+ * maps tf32's (lane (g, t) reads floats 8t + 4h .. of its rows), split as they are read, the small terms first. */
+__device__ __forceinline__ void dtc_split_slice(float (&acc)[4][4][4], const float *xs, const float *ws, int g, int t) {
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const int c = 8 * t + 4 * h;
+        uint32_t bh[4][4], bl[4][4];
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            uint32_t r[4];
+            dtc_lds4(r, ws + (8 * j + g) * DTC_SPLIT_LD + c);
+            dtc_split4(bh[j], bl[j], r);
+        }
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            uint32_t r0[4], r8[4], h0[4], l0[4], h8[4], l8[4];
+            dtc_lds4(r0, xs + (16 * i + g) * DTC_SPLIT_LD + c);
+            dtc_lds4(r8, xs + (16 * i + g + 8) * DTC_SPLIT_LD + c);
+            dtc_split4(h0, l0, r0);
+            dtc_split4(h8, l8, r8);
+#pragma unroll
+            for (int s = 0; s < 2; s++)
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    const int e = 2 * s;
+                    dtc_mma8(acc[i][j], l0[e], l8[e], l0[e + 1], l8[e + 1], bh[j][e], bh[j][e + 1]);
+                    dtc_mma8(acc[i][j], h0[e], h8[e], h0[e + 1], h8[e + 1], bl[j][e], bl[j][e + 1]);
+                    dtc_mma8(acc[i][j], h0[e], h8[e], h0[e + 1], h8[e + 1], bh[j][e], bh[j][e + 1]);
+                }
+        }
+    }
+}
+
+/* Copies one k slice of 128 rows of m (rows r0.. of `rows`, each IN floats) into s (stride DTC_SPLIT_LD), in
+ * chunks of VEC floats. A chunk past the matrix copies 0 bytes and zero-fills. VEC divides IN (the launcher's
+ * choice), so a chunk is wholly inside k or wholly past it. */
+template <int VEC>
+__device__ __forceinline__ void dtc_split_load(float *s, const float *m, int rows, int IN, int r0, int k0) {
+    constexpr int PER_ROW = DTC_BK / VEC, STEP = DTC_SPLIT_THREADS / PER_ROW; /* chunks a row; rows a pass */
+    const int tid = (int)threadIdx.x, c = tid % PER_ROW * VEC, k_ok = k0 + c < IN;
+#pragma unroll
+    for (int i = 0; i < DTC_BM / STEP; i++) {
+        const int r = tid / PER_ROW + i * STEP, ok = k_ok && r0 + r < rows;
+        const float *src = ok ? m + (size_t)(r0 + r) * IN + k0 + c : m;
+        const uint32_t sa = (uint32_t)__cvta_generic_to_shared(s + r * DTC_SPLIT_LD + c);
         if constexpr (VEC == 4)
             asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(sa), "l"(src), "r"(ok ? 16 : 0));
         else
             asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;" ::"r"(sa), "l"(src), "n"(VEC * 4),
                          "r"(ok ? VEC * 4 : 0));
     }
-    asm volatile("cp.async.commit_group;");
 }
 
-/* Dynamic shared memory: two stages of (x tile (128, 36), w tile (128, 36)). SPLIT: 3xTF32; VEC: floats a copy. */
-template <int SPLIT, int VEC>
-__global__ void __launch_bounds__(DTC_THREADS)
-    dense_tc_kernel(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ w,
-                    const float *__restrict__ b, int B, int IN, int OUT) {
-    extern __shared__ __align__(16) float dsm[];
+/* 3xtf32 on fp32 x and w (w is (OUT, IN)). Dynamic shared memory: DTC_STAGES stages of (x tile (128, 36), w tile
+ * (128, 36)). One __syncthreads a slice: after it, slice kt is in for every thread and every thread is done with
+ * the stage of slice kt - 1, which is the one refilled next (with slice kt + 2). */
+template <int VEC>
+__global__ void __launch_bounds__(DTC_SPLIT_THREADS, 1)
+    dtc_split_kernel(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ w,
+                     const float *__restrict__ b, int B, int IN, int OUT) {
+    extern __shared__ __align__(16) float fsm[];
     const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-    const int wm = (warp >> 2) * 64, wn = (warp & 3) * 32; // the warp's 64 x 32 within the block tile
+    const int wm = warp / 4 * 64, wn = warp % 4 * 32; /* the warp's 64 x 32 within the block tile */
     const int row0 = (int)blockIdx.y * DTC_BM, col0 = (int)blockIdx.x * DTC_BN;
     float acc[4][4][4];
 #pragma unroll
@@ -80,84 +409,148 @@ __global__ void __launch_bounds__(DTC_THREADS)
 #pragma unroll
             for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
     const int tiles = (IN + DTC_BK - 1) / DTC_BK;
-    dtc_load<VEC>(dsm, x, w, B, IN, OUT, row0, col0, 0);
-    for (int kt = 0; kt < tiles; kt++) {
-        if (kt + 1 < tiles) {
-            dtc_load<VEC>(dsm + ((kt + 1) & 1) * DTC_STAGE, x, w, B, IN, OUT, row0, col0, (kt + 1) * DTC_BK);
-            asm volatile("cp.async.wait_group 1;");
-        } else {
-            asm volatile("cp.async.wait_group 0;");
+    for (int s = 0; s < DTC_STAGES - 1; s++) {
+        if (s < tiles) {
+            dtc_split_load<VEC>(fsm + s * DTC_SPLIT_STAGE, x, B, IN, row0, s * DTC_BK);
+            dtc_split_load<VEC>(fsm + s * DTC_SPLIT_STAGE + DTC_BM * DTC_SPLIT_LD, w, OUT, IN, col0, s * DTC_BK);
         }
-        __syncthreads(); /* stage kt & 1 is in for every thread */
-        const float *xs = dsm + (kt & 1) * DTC_STAGE, *ws = xs + DTC_BM * DTC_LD;
-#pragma unroll
-        for (int kk = 0; kk < DTC_BK; kk += 8) {
-            uint32_t ah[4][4], al[4][4], bh[4][2], bl[4][2];
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) { /* a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4) */
-                    const float v = xs[(wm + i * 16 + g + 8 * (e & 1)) * DTC_LD + kk + t + 4 * (e >> 1)];
-                    ah[i][e] = dtc_tf32(v);
-                    if constexpr (SPLIT) al[i][e] = dtc_tf32(v - __uint_as_float(ah[i][e]));
-                }
-#pragma unroll
-            for (int j = 0; j < 4; j++)
-#pragma unroll
-                for (int e = 0; e < 2; e++) { /* b0 (k = t, n = g), b1 (k = t+4, n = g) */
-                    const float v = ws[(wn + j * 8 + g) * DTC_LD + kk + t + 4 * e];
-                    bh[j][e] = dtc_tf32(v);
-                    if constexpr (SPLIT) bl[j][e] = dtc_tf32(v - __uint_as_float(bh[j][e]));
-                }
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-#pragma unroll
-                for (int j = 0; j < 4; j++) {
-                    if constexpr (SPLIT) {
-                        dtc_mma(acc[i][j], al[i], bh[j]);
-                        dtc_mma(acc[i][j], ah[i], bl[j]);
-                    }
-                    dtc_mma(acc[i][j], ah[i], bh[j]);
-                }
-        }
-        __syncthreads(); /* everyone is done with stage kt & 1 before it is loaded again */
+        asm volatile("cp.async.commit_group;");
     }
-    /* acc[i][j]: rows wm + 16i + g (+8 for e >= 2), columns wn + 8j + 2t (+1 for odd e). */
-#pragma unroll
-    for (int i = 0; i < 4; i++)
-#pragma unroll
-        for (int j = 0; j < 4; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int r = row0 + wm + i * 16 + g + 8 * (e >> 1), c = col0 + wn + j * 8 + 2 * t + (e & 1);
-                if (r < B && c < OUT) y[(size_t)r * OUT + c] = acc[i][j][e] + (b ? b[c] : 0.0f);
-            }
+    for (int kt = 0; kt < tiles; kt++) {
+        asm volatile("cp.async.wait_group %0;" ::"n"(DTC_STAGES - 2)); /* this thread's copies of slice kt */
+        __syncthreads();
+        const int next = kt + DTC_STAGES - 1;
+        if (next < tiles) {
+            float *s = fsm + next % DTC_STAGES * DTC_SPLIT_STAGE;
+            dtc_split_load<VEC>(s, x, B, IN, row0, next * DTC_BK);
+            dtc_split_load<VEC>(s + DTC_BM * DTC_SPLIT_LD, w, OUT, IN, col0, next * DTC_BK);
+        }
+        asm volatile("cp.async.commit_group;");
+        const float *xs = fsm + kt % DTC_STAGES * DTC_SPLIT_STAGE;
+        dtc_split_slice(acc, xs + wm * DTC_SPLIT_LD, xs + (DTC_BM + wn) * DTC_SPLIT_LD, g, t);
+    }
+    dtc_store_y<4>(y, b, acc, B, OUT, row0 + wm, col0 + wn, g, t);
 }
 
-typedef void (*dtc_kernel_fn)(float *, const float *, const float *, const float *, int, int, int);
+/* ---------------------------------------------------------------- launchers */
 
-template <int SPLIT> static dtc_kernel_fn dtc_pick(int vec) {
-    return vec == 4 ? dense_tc_kernel<SPLIT, 4> : vec == 2 ? dense_tc_kernel<SPLIT, 2> : dense_tc_kernel<SPLIT, 1>;
+typedef void (*dtc_kernel_fn)(float *, const float *, const unsigned char *, const float *, int, int, int);
+typedef void (*dtc_split_fn)(float *, const float *, const float *, const float *, int, int, int);
+
+template <int P> static dtc_kernel_fn dtc_pick(int vec) {
+    return vec == 4 ? dense_tc_kernel<P, 4> : dense_tc_kernel<P, 1>;
+}
+
+static int dtc_check_precision(int precision, nc_error *err) {
+    if (precision < NC_PRECISION_FP32 || precision >= NC_PRECISION_COUNT)
+        return nc_fail(err, NC_ERR_ARG, "dense: precision %d: expected 0..%d", precision, NC_PRECISION_COUNT - 1);
+    return NC_OK;
+}
+
+/* Whether precision's prepared weights are a converted copy (else they are w itself, fp32). */
+static int dtc_converts(int precision) {
+    return precision == NC_PRECISION_TF32 || precision == NC_PRECISION_FP16 || precision == NC_PRECISION_BF16;
+}
+
+extern "C" size_t nc_cuda_dense_tc_prepared_size(int precision, int IN, int OUT) {
+    if (IN <= 0 || OUT <= 0) return 0;
+    if (!dtc_converts(precision)) return (size_t)OUT * IN * sizeof(float);
+    return (size_t)OUT * DTC_KP(IN) * (precision == NC_PRECISION_TF32 ? 4 : 2);
+}
+
+extern "C" int nc_cuda_dense_tc_prepare(int precision, void *wp, const float *w, int IN, int OUT, cudaStream_t stream,
+                                        nc_error *err) {
+    int rc = dtc_check_precision(precision, err);
+    if (rc) return rc;
+    const size_t bytes = nc_cuda_dense_tc_prepared_size(precision, IN, OUT);
+    if (bytes == 0) return NC_OK;
+    if (!dtc_converts(precision)) {
+        CUDA_RET(cudaMemcpyAsync(wp, w, bytes, cudaMemcpyDeviceToDevice, stream));
+        return NC_OK;
+    }
+    const size_t n = (size_t)OUT * DTC_KP(IN);
+    const unsigned blocks = (unsigned)(n / 256 + 1 < 4096 ? n / 256 + 1 : 4096);
+    switch (precision) {
+    case NC_PRECISION_TF32:
+        dense_tc_prepare_kernel<NC_PRECISION_TF32><<<blocks, 256, 0, stream>>>(wp, w, IN, DTC_KP(IN), OUT);
+        break;
+    case NC_PRECISION_FP16:
+        dense_tc_prepare_kernel<NC_PRECISION_FP16><<<blocks, 256, 0, stream>>>(wp, w, IN, DTC_KP(IN), OUT);
+        break;
+    default: dense_tc_prepare_kernel<NC_PRECISION_BF16><<<blocks, 256, 0, stream>>>(wp, w, IN, DTC_KP(IN), OUT);
+    }
+    CUDA_LAUNCHED();
+    return NC_OK;
+}
+
+extern "C" int nc_cuda_dense_tc_forward_prepared(int precision, float *y, const float *x, const void *wp,
+                                                 const float *b, int B, int IN, int OUT, cudaStream_t stream,
+                                                 nc_error *err) {
+    int rc = dtc_check_precision(precision, err);
+    if (rc) return rc;
+    if (precision == NC_PRECISION_FP32)
+        return nc_cuda_dense_forward(y, x, (const float *)wp, b, B, IN, OUT, stream, err);
+    if (B <= 0 || OUT <= 0) return NC_OK;
+    /* Grid y is limited to 65535 tiles of images: a larger batch goes in slices. */
+    const int slice = 65535 * DTC_BM;
+    if (precision == NC_PRECISION_3XTF32) {
+        /* The widest copy that every row start allows: 16, 8 or 4 bytes. */
+        const uintptr_t starts = (uintptr_t)x | (uintptr_t)wp | ((uintptr_t)IN * sizeof(float));
+        const int vec = starts % 16 == 0 ? 4 : starts % 8 == 0 ? 2 : 1;
+        const dtc_split_fn fn = vec == 4 ? dtc_split_kernel<4> : vec == 2 ? dtc_split_kernel<2> : dtc_split_kernel<1>;
+        CUDA_RET(
+            cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)DTC_SPLIT_SMEM));
+        CUDA_RET(cudaFuncSetAttribute((const void *)fn, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                      cudaSharedmemCarveoutMaxShared));
+        for (int b0 = 0; b0 < B; b0 += slice) {
+            const int nb = B - b0 < slice ? B - b0 : slice;
+            const dim3 grid((unsigned)((OUT + DTC_BN - 1) / DTC_BN), (unsigned)((nb + DTC_BM - 1) / DTC_BM));
+            fn<<<grid, DTC_SPLIT_THREADS, DTC_SPLIT_SMEM, stream>>>(y + (size_t)b0 * OUT, x + (size_t)b0 * IN,
+                                                                    (const float *)wp, b, nb, IN, OUT);
+            CUDA_LAUNCHED();
+        }
+        return NC_OK;
+    }
+    if ((uintptr_t)wp % 16 != 0)
+        return nc_fail(err, NC_ERR_ARG, "dense: prepared weights at %p: expected 16-byte alignment", wp);
+    const int vec = ((uintptr_t)x | ((uintptr_t)IN * sizeof(float))) % 16 == 0 ? 4 : 1;
+    dtc_kernel_fn fn = NULL;
+    size_t smem = 0;
+    switch (precision) {
+    case NC_PRECISION_TF32: fn = dtc_pick<NC_PRECISION_TF32>(vec), smem = DTC_SMEM(NC_PRECISION_TF32); break;
+    case NC_PRECISION_FP16: fn = dtc_pick<NC_PRECISION_FP16>(vec), smem = DTC_SMEM(NC_PRECISION_FP16); break;
+    default: fn = dtc_pick<NC_PRECISION_BF16>(vec), smem = DTC_SMEM(NC_PRECISION_BF16); break;
+    }
+    /* tf32's 110.6 KB a block, and the largest shared-memory carveout, so that two blocks fit an SM. */
+    CUDA_RET(cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    CUDA_RET(cudaFuncSetAttribute((const void *)fn, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                  cudaSharedmemCarveoutMaxShared));
+    for (int b0 = 0; b0 < B; b0 += slice) {
+        const int nb = B - b0 < slice ? B - b0 : slice;
+        const dim3 grid((unsigned)((OUT + DTC_BN - 1) / DTC_BN), (unsigned)((nb + DTC_BM - 1) / DTC_BM));
+        fn<<<grid, DTC_THREADS, smem, stream>>>(y + (size_t)b0 * OUT, x + (size_t)b0 * IN, (const unsigned char *)wp, b,
+                                                nb, IN, OUT);
+        CUDA_LAUNCHED();
+    }
+    return NC_OK;
 }
 
 extern "C" int nc_cuda_dense_tc_forward(int precision, float *y, const float *x, const float *w, const float *b, int B,
                                         int IN, int OUT, cudaStream_t stream, nc_error *err) {
-    if (precision != NC_PRECISION_TF32 && precision != NC_PRECISION_3XTF32)
-        return nc_cuda_dense_forward(y, x, w, b, B, IN, OUT, stream, err);
-    if (B <= 0 || OUT <= 0) return NC_OK;
-    /* The widest copy that every row start allows: 16, 8 or 4 bytes. */
-    const uintptr_t starts = (uintptr_t)x | (uintptr_t)w | ((uintptr_t)IN * sizeof(float));
-    const int vec = starts % 16 == 0 ? 4 : starts % 8 == 0 ? 2 : 1;
-    const dtc_kernel_fn fn = precision == NC_PRECISION_TF32 ? dtc_pick<0>(vec) : dtc_pick<1>(vec);
-    const size_t smem = 2 * DTC_STAGE * sizeof(float);
-    CUDA_RET(cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    /* Grid y is limited to 65535 tiles of images: a larger batch goes in slices. */
-    const int slice = 65535 * DTC_BM;
-    for (int b0 = 0; b0 < B; b0 += slice) {
-        const int nb = B - b0 < slice ? B - b0 : slice;
-        const dim3 grid((unsigned)((OUT + DTC_BN - 1) / DTC_BN), (unsigned)((nb + DTC_BM - 1) / DTC_BM));
-        fn<<<grid, DTC_THREADS, smem, stream>>>(y + (size_t)b0 * OUT, x + (size_t)b0 * IN, w, b, nb, IN, OUT);
-        CUDA_LAUNCHED();
+    int rc = dtc_check_precision(precision, err);
+    if (rc) return rc;
+    if (!dtc_converts(precision) || B <= 0 || OUT <= 0)
+        return nc_cuda_dense_tc_forward_prepared(precision, y, x, w, b, B, IN, OUT, stream, err);
+    /* The prepared copy, stream-ordered: allocated, filled, used and freed in the stream's order, so that no
+     * host synchronisation is needed and the pool reuses the block on the next call. */
+    void *wp = NULL;
+    const size_t bytes = nc_cuda_dense_tc_prepared_size(precision, IN, OUT);
+    if (bytes > 0) CUDA_RET(cudaMallocAsync(&wp, bytes, stream));
+    rc = nc_cuda_dense_tc_prepare(precision, wp, w, IN, OUT, stream, err);
+    if (!rc) rc = nc_cuda_dense_tc_forward_prepared(precision, y, x, wp, b, B, IN, OUT, stream, err);
+    if (wp) {
+        const int frc = nc_cuda_status(cudaFreeAsync(wp, stream), err, __FILE__, __LINE__, "cudaFreeAsync(wp, stream)");
+        if (!rc) rc = frc;
     }
-    return NC_OK;
+    return rc;
 }

@@ -1,5 +1,6 @@
-/* The GPU backends' shared part: device, parameters, chunk loop, upload, download (gpu_plan.h). */
+/* The GPU backends' shared part: device, parameters, chunk loop in pieces, upload, download (gpu_plan.h). */
 #include <nvtx3/nvToolsExt.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +15,7 @@ static int gpu_select(int device, nc_error *err) {
     const cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess || count == 0) {
         (void)cudaGetLastError();
-        return nc_fail(err, NC_ERR_UNAVAILABLE, "no CUDA GPU found (cudaGetDeviceCount: %s); use --backend cpu-ref",
+        return nc_fail(err, NC_ERR_UNAVAILABLE, "no CUDA GPU found (cudaGetDeviceCount: %s); use --backend cpu",
                        e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
     }
     if (device < 0 || device >= count)
@@ -34,6 +35,53 @@ static size_t gpu_bytes_per_image(const nc_gpu *g) {
     return act + pixels + sizeof(int);
 }
 
+/* Floats from one parameter array's start to the next's on the device: 32, so that every weight and bias starts
+ * at a 128-byte boundary (a model file's need not even be 16-byte aligned: the 2017 dense weights start at float
+ * 1250). dense_tc.cu then always gets its 16-byte copies, and every reader whole cache lines. */
+#define PARAM_ALIGN 32
+
+static size_t param_span(size_t n) {
+    return (n + PARAM_ALIGN - 1) / PARAM_ALIGN * PARAM_ALIGN;
+}
+
+/* Uploads every layer's weight and bias into one allocation, each at a PARAM_ALIGN-float offset, and points
+ * g->weight and g->bias into it. */
+static int gpu_upload_params(nc_gpu *g, nc_error *err) {
+    const nc_model *m = g->m;
+    size_t total = 0;
+    for (int i = 0; i < m->n_layers; i++) {
+        const nc_layer *l = &m->layers[i];
+        if (l->weight) total += param_span(nc_layer_weight_count(l));
+        if (l->bias) total += param_span(nc_layer_bias_count(l));
+    }
+    if (!total) return NC_OK;
+    float *h = (float *)calloc(total, sizeof(float)); /* (total), the gaps zero */
+    if (!h) return nc_fail(err, NC_ERR_NOMEM, "out of host memory for the %zu parameters' device layout", total);
+    int rc = NC_OK;
+    size_t o = 0;
+    CUDA_TRY(cudaMalloc((void **)&g->params, total * sizeof(float)));
+    for (int i = 0; i < m->n_layers; i++) {
+        const nc_layer *l = &m->layers[i];
+        if (l->weight) {
+            memcpy(h + o, l->weight, nc_layer_weight_count(l) * sizeof(float));
+            g->weight[i] = g->params + o;
+            o += param_span(nc_layer_weight_count(l));
+        }
+        if (l->bias) {
+            memcpy(h + o, l->bias, nc_layer_bias_count(l) * sizeof(float));
+            g->bias[i] = g->params + o;
+            o += param_span(nc_layer_bias_count(l));
+        }
+    }
+    /* On g->stream and waited for: a plain cudaMemcpy from pageable memory runs on the legacy default stream, which
+     * g->stream (non-blocking) does not wait for, and may return before the copy lands. */
+    CUDA_TRY(cudaMemcpyAsync(g->params, h, total * sizeof(float), cudaMemcpyHostToDevice, g->stream));
+    CUDA_TRY(cudaStreamSynchronize(g->stream));
+cleanup:
+    free(h);
+    return rc;
+}
+
 int nc_gpu_open(nc_gpu *g, const nc_model *m, const nc_run_opts *opts, double share, size_t max_chunk, nc_error *err) {
     int rc = NC_OK;
     memset(g, 0, sizeof *g);
@@ -43,20 +91,17 @@ int nc_gpu_open(nc_gpu *g, const nc_model *m, const nc_run_opts *opts, double sh
     g->classes = nc_model_num_classes(m);
     if ((rc = gpu_select(opts->device, err))) return rc;
     CUDA_TRY(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
-    for (int i = 0; i < 2 * g->n_conv; i++) CUDA_TRY(cudaEventCreate(&g->ev[i]));
-
-    if (m->n_params) {
-        CUDA_TRY(cudaMalloc((void **)&g->params, m->n_params * sizeof(float)));
-        /* On g->stream and waited for: a plain cudaMemcpy from pageable memory runs on the legacy default
-         * stream, which g->stream (non-blocking) does not wait for, and may return before the copy lands. */
-        CUDA_TRY(cudaMemcpyAsync(g->params, m->params, m->n_params * sizeof(float), cudaMemcpyHostToDevice, g->stream));
-        CUDA_TRY(cudaStreamSynchronize(g->stream));
+    CUDA_TRY(cudaStreamCreateWithFlags(&g->upload, cudaStreamNonBlocking));
+    for (int p = 0; p < NC_GPU_MAX_PIECES; p++) {
+        CUDA_TRY(cudaEventCreateWithFlags(&g->uploaded[p], cudaEventDisableTiming));
+        for (int i = 0; i < 2 * g->n_conv; i++) CUDA_TRY(cudaEventCreate(&g->piece_ev[p][i]));
     }
+    memcpy(g->ev, g->piece_ev[0], sizeof g->ev);
+
+    if ((rc = gpu_upload_params(g, err))) goto cleanup;
     g->largest = nc_shape_size(m->input);
     for (int i = 0; i < m->n_layers; i++) {
         const nc_layer *l = &m->layers[i];
-        if (l->weight) g->weight[i] = g->params + (l->weight - m->params);
-        if (l->bias) g->bias[i] = g->params + (l->bias - m->params);
         if (nc_shape_size(l->out) > g->largest) g->largest = nc_shape_size(l->out);
         snprintf(g->layer_name[i], sizeof g->layer_name[i], "layer %d %s", i, nc_layer_kind_name(l->kind));
     }
@@ -80,13 +125,13 @@ cleanup:
 }
 
 static void gpu_free_buffers(nc_gpu *g) {
-    cudaFree(g->img);
+    cudaFree(g->img_alloc);
     cudaFree(g->act[0]);
     cudaFree(g->pred);
     cudaFreeHost(g->h_img);
     cudaFreeHost(g->h_pred);
     cudaFreeHost(g->h_logits);
-    g->img = NULL;
+    g->img = g->img_alloc = NULL;
     g->act[0] = g->act[1] = NULL;
     g->pred = NULL;
     g->h_img = NULL;
@@ -105,7 +150,8 @@ int nc_gpu_reserve(nc_gpu *g, size_t B, size_t hw, nc_error *err) {
         return nc_fail(err, NC_ERR_NOMEM,
                        "a chunk of %zu images of %zu floats overflows memory sizes; use a smaller --chunk", B,
                        g->largest);
-    CUDA_TRY(cudaMalloc((void **)&g->img, img_b));
+    CUDA_TRY(cudaMalloc((void **)&g->img_alloc, img_b));
+    g->img = g->img_alloc;
     CUDA_TRY(cudaMalloc((void **)&g->act[0], act_b));
     g->act[1] = g->act[0] + act_f;
     CUDA_TRY(cudaMalloc((void **)&g->pred, B * sizeof(int)));
@@ -121,41 +167,104 @@ cleanup:
     return rc;
 }
 
-/* Bytes of images copied into the pinned buffer before their transfer starts: each piece's transfer runs while
- * the next piece is copied (7.8 MB of Fashion-MNIST: the transfer hides behind the host copy). */
-#define UPLOAD_PIECE ((size_t)1 << 20)
+/* The host's copy into pinned memory, shared by up to COPY_THREADS threads where it is large: one thread moves
+ * ~10 GB/s (7.8 MB of Fashion-MNIST: ~0.8 ms, all of it exposed before the first piece's transfer), several share
+ * the memory bandwidth. Threads, not OpenMP: nvcc compiles this file without -fopenmp. */
+#define COPY_THREADS 4
+#define COPY_MIN ((size_t)1 << 20) /* bytes a thread is worth starting for */
 
-/* Uploads B images through the pinned buffer and turns them into the model's input in act[0]. */
-static int gpu_upload(nc_gpu *g, const uint8_t *images, int B, int h, int w, nc_error *err) {
-    const size_t bytes = (size_t)B * h * w;
-    for (size_t o = 0; o < bytes; o += UPLOAD_PIECE) {
-        const size_t n = bytes - o < UPLOAD_PIECE ? bytes - o : UPLOAD_PIECE;
-        memcpy(g->h_img + o, images + o, n);
-        CUDA_RET(cudaMemcpyAsync(g->img + o, g->h_img + o, n, cudaMemcpyHostToDevice, g->stream));
-    }
-    g->in_u8 = g->raw_input && h == g->m->input.h && w == g->m->input.w;
-    if (g->in_u8) return NC_OK;
-    return nc_cuda_prepare_input(g->act[0], g->img, B, h, w, g->m, g->stream, err);
+typedef struct {
+    uint8_t *dst;
+    const uint8_t *src;
+    size_t n;
+} copy_job;
+
+static void *copy_run(void *arg) {
+    const copy_job *j = (const copy_job *)arg;
+    memcpy(j->dst, j->src, j->n);
+    return NULL;
 }
 
-/* Argmax on the device, predictions (and logits) back, then the chunk's conv times. */
-static int gpu_download(nc_gpu *g, int B, int out, int *pred, float *logits, nc_timing *t, nc_error *err) {
-    int rc = nc_cuda_argmax(g->pred, g->act[out], B, g->classes, g->stream, err);
-    if (rc) return rc;
-    const size_t logit_b = (size_t)B * g->classes * sizeof(float);
-    CUDA_RET(cudaMemcpyAsync(g->h_pred, g->pred, (size_t)B * sizeof(int), cudaMemcpyDeviceToHost, g->stream));
-    if (logits) CUDA_RET(cudaMemcpyAsync(g->h_logits, g->act[out], logit_b, cudaMemcpyDeviceToHost, g->stream));
-    CUDA_RET(cudaStreamSynchronize(g->stream));
-    memcpy(pred, g->h_pred, (size_t)B * sizeof(int));
-    if (logits) memcpy(logits, g->h_logits, logit_b);
-    for (int i = 0; i < g->n_conv; i++) {
-        float ms = 0.0f;
-        CUDA_RET(cudaEventElapsedTime(&ms, g->ev[2 * i], g->ev[2 * i + 1]));
-        t->conv_s[i] += 1e-3 * (double)ms;
+static void gpu_copy(uint8_t *dst, const uint8_t *src, size_t n) {
+    size_t T = n / COPY_MIN;
+    T = T < 1 ? 1 : T > COPY_THREADS ? COPY_THREADS : T;
+    const size_t each = (n + T - 1) / T;
+    pthread_t th[COPY_THREADS];
+    copy_job job[COPY_THREADS];
+    int started[COPY_THREADS] = {0};
+    for (size_t i = 0; i < T; i++) {
+        const size_t o = i * each < n ? i * each : n;
+        job[i].dst = dst + o;
+        job[i].src = src + o;
+        job[i].n = n - o < each ? n - o : each;
+        /* Thread 0 is this one; a thread that cannot start leaves its share to it. */
+        if (i > 0) started[i] = pthread_create(&th[i], NULL, copy_run, &job[i]) == 0;
     }
+    for (size_t i = 0; i < T; i++)
+        if (!started[i]) copy_run(&job[i]);
+    for (size_t i = 1; i < T; i++)
+        if (started[i]) pthread_join(th[i], NULL);
+}
+
+/* Cuts a chunk of B images into pieces: start[p] .. start[p + 1] for p < the count returned, each a whole number
+ * of 128-image tiles (the dense GEMM's) but the last, one piece below 2 * NC_GPU_PIECE_MIN images. */
+static int gpu_pieces(int B, int start[NC_GPU_MAX_PIECES + 1]) {
+    int P = B / NC_GPU_PIECE_MIN;
+    P = P < 1 ? 1 : P > NC_GPU_MAX_PIECES ? NC_GPU_MAX_PIECES : P;
+    const int each = ((B + P - 1) / P + 127) / 128 * 128;
+    int n = 0;
+    for (int s = 0; s < B; s += each) start[n++] = s;
+    start[n] = B;
+    return n;
+}
+
+/* Piece p's images (B of them, chunk images i0.. at images) into pinned memory, then to the device on g->upload;
+ * g->uploaded[p] says when they are in. */
+static int gpu_upload(nc_gpu *g, int p, const uint8_t *images, int i0, int B, size_t hw, nc_error *err) {
+    const size_t o = (size_t)i0 * hw, bytes = (size_t)B * hw;
+    gpu_copy(g->h_img + o, images + o, bytes);
+    CUDA_RET(cudaMemcpyAsync(g->img_alloc + o, g->h_img + o, bytes, cudaMemcpyHostToDevice, g->upload));
+    CUDA_RET(cudaEventRecord(g->uploaded[p], g->upload));
     return NC_OK;
 }
 
+/* Piece p (chunk images i0 .. i0 + B) on g->stream once its pixels are in: the model's input, the backend's forward
+ * with the piece's Op Time events, the argmax, and predictions (and logits) into the pinned buffers at i0. */
+static int gpu_compute(nc_gpu *g, nc_gpu_forward_fn forward, void *ctx, int p, int i0, int B, int h, int w,
+                       int want_logits, nc_error *err) {
+    CUDA_RET(cudaStreamWaitEvent(g->stream, g->uploaded[p], 0));
+    g->img = g->img_alloc + (size_t)i0 * h * w;
+    int rc = NC_OK;
+    if (!g->in_u8) rc = nc_cuda_prepare_input(g->act[0], g->img, B, h, w, g->m, g->stream, err);
+    memcpy(g->ev, g->piece_ev[p], sizeof g->ev);
+    int out = 0;
+    if (!rc) rc = forward(ctx, g, B, &out, err);
+    g->img = g->img_alloc;
+    if (!rc) rc = nc_cuda_argmax(g->pred + i0, g->act[out], B, g->classes, g->stream, err);
+    if (rc) return rc;
+    CUDA_RET(cudaMemcpyAsync(g->h_pred + i0, g->pred + i0, (size_t)B * sizeof(int), cudaMemcpyDeviceToHost, g->stream));
+    if (want_logits)
+        CUDA_RET(cudaMemcpyAsync(g->h_logits + (size_t)i0 * g->classes, g->act[out],
+                                 (size_t)B * g->classes * sizeof(float), cudaMemcpyDeviceToHost, g->stream));
+    return NC_OK;
+}
+
+/* Waits for the chunk, then hands its predictions (and logits) over and adds each piece's conv times. */
+static int gpu_finish(nc_gpu *g, int pieces, int B, int *pred, float *logits, nc_timing *t, nc_error *err) {
+    CUDA_RET(cudaStreamSynchronize(g->stream));
+    memcpy(pred, g->h_pred, (size_t)B * sizeof(int));
+    if (logits) memcpy(logits, g->h_logits, (size_t)B * g->classes * sizeof(float));
+    for (int p = 0; p < pieces; p++)
+        for (int i = 0; i < g->n_conv; i++) {
+            float ms = 0.0f;
+            CUDA_RET(cudaEventElapsedTime(&ms, g->piece_ev[p][2 * i], g->piece_ev[p][2 * i + 1]));
+            t->conv_s[i] += 1e-3 * (double)ms;
+        }
+    return NC_OK;
+}
+
+/* Host order per piece: its copy and upload are enqueued, then its compute; so piece p + 1's host copy and
+ * transfer run while the device computes piece p, and only piece 0's upload is exposed. */
 int nc_gpu_run(nc_gpu *g, nc_gpu_forward_fn forward, void *ctx, const uint8_t *images, int n, int h, int w, int *pred,
                float *logits, nc_timing *t, nc_error *err) {
     t->n_conv = g->n_conv;
@@ -165,18 +274,26 @@ int nc_gpu_run(nc_gpu *g, nc_gpu_forward_fn forward, void *ctx, const uint8_t *i
     const size_t chunk = g->chunk_max < (size_t)n ? g->chunk_max : (size_t)n;
     int rc = nc_gpu_reserve(g, chunk, hw, err);
     if (rc) return rc;
+    g->in_u8 = g->raw_input && h == g->m->input.h && w == g->m->input.w;
     for (size_t i0 = 0; i0 < (size_t)n; i0 += chunk) {
         const int B = (int)((size_t)n - i0 < chunk ? (size_t)n - i0 : chunk);
-        nvtxRangePushA("upload");
-        rc = gpu_upload(g, images + i0 * hw, B, h, w, err);
-        nvtxRangePop();
-        if (rc) return rc;
-        int out = 0;
-        if ((rc = forward(ctx, g, B, &out, err))) return rc;
+        int start[NC_GPU_MAX_PIECES + 1];
+        const int pieces = gpu_pieces(B, start);
+        for (int p = 0; p < pieces && !rc; p++) {
+            nvtxRangePushA("upload");
+            rc = gpu_upload(g, p, images + i0 * hw, start[p], start[p + 1] - start[p], hw, err);
+            nvtxRangePop();
+            if (!rc) rc = gpu_compute(g, forward, ctx, p, start[p], start[p + 1] - start[p], h, w, logits != NULL, err);
+        }
         nvtxRangePushA("download");
-        rc = gpu_download(g, B, out, pred + i0, logits ? logits + i0 * g->classes : NULL, t, err);
+        if (!rc) rc = gpu_finish(g, pieces, B, pred + i0, logits ? logits + i0 * g->classes : NULL, t, err);
         nvtxRangePop();
-        if (rc) return rc;
+        if (rc) {
+            /* Nothing may still write the pinned buffers when the next run fills them. */
+            (void)cudaStreamSynchronize(g->upload);
+            (void)cudaStreamSynchronize(g->stream);
+            return rc;
+        }
     }
     return NC_OK;
 }
@@ -186,8 +303,12 @@ void nc_gpu_close(nc_gpu *g) {
     /* Nothing to report from here: after a device fault these fail too, and the process is told already. */
     gpu_free_buffers(g);
     cudaFree(g->params);
-    for (int i = 0; i < 2 * NC_MAX_LAYERS; i++)
-        if (g->ev[i]) cudaEventDestroy(g->ev[i]);
+    for (int p = 0; p < NC_GPU_MAX_PIECES; p++) {
+        if (g->uploaded[p]) cudaEventDestroy(g->uploaded[p]);
+        for (int i = 0; i < 2 * NC_MAX_LAYERS; i++)
+            if (g->piece_ev[p][i]) cudaEventDestroy(g->piece_ev[p][i]);
+    }
+    if (g->upload) cudaStreamDestroy(g->upload);
     if (g->stream) cudaStreamDestroy(g->stream);
     (void)cudaGetLastError();
     memset(g, 0, sizeof *g);

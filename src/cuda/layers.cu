@@ -90,68 +90,268 @@ extern "C" int nc_cuda_pool_forward(nc_layer_kind kind, float *y, const float *x
 
 /* ----------------------------------------------------------------- dense */
 
-/* y (B, OUT) = x (B, IN) . w (OUT, IN)^T + b: a block computes a DENSE_T x DENSE_T
- * tile of y (images x outputs), 256 threads each holding 4 x 4 of it, stepping
- * through IN by DENSE_K with both operands staged in shared memory (transposed,
- * so that a thread reads its 4 images and its 4 outputs as one float4 each).
- * Every output is summed over IN in order, in fp32 fused multiply-adds. */
-#define DENSE_T 64
-#define DENSE_K 16
+/* y (B, OUT) = x (B, IN) . w (OUT, IN)^T + b, exact fp32 on the FFMA pipes.
+ *
+ * Order of the sums (what makes a row of y the same bits whatever B is): every kernel below computes each output
+ * as acc = 0, acc = fmaf(x[k], w[k], acc) for k = 0, 1, .., IN-1, then acc + 0.0f, then + b. Tiles pad k past IN
+ * with zeros, and fmaf(0, 0, acc) is acc + 0.0f (it only turns -0 into +0); dense_finish adds that +0 once more in
+ * every kernel, so that kernels with other k slices, or none, agree bit for bit. The launcher may then pick any
+ * kernel for any rows: a row's bits depend on neither B, nor the kernel, nor its place in a tile.
+ *
+ * The tiled kernels (dense_kernel): a block computes a BM x BN tile of y (images x outputs), each thread TM x TN of
+ * it from registers, stepping through IN by BK. Both operand tiles are staged k-major in shared memory (rows padded
+ * by 4 floats: the transposing stores of 16 consecutive threads then hit distinct banks), in two buffers: the next
+ * slice is fetched from global memory into registers while this one is multiplied, and stored into the other
+ * buffer after it, so one __syncthreads a slice suffices. A thread's TM rows (TN columns) are groups of 4 spread
+ * 4 x (threads across) apart, so that a warp's float4 reads of a k row are contiguous (2 wavefronts for 16 float4s)
+ * rather than 32 bytes apart (4 wavefronts).
+ *
+ *   DENSE_BIG   128 x 128, 8 x 8 a thread, 256 threads, BK 8: 64 FFMAs for 4 shared float4 reads a k; at <= 128
+ *               registers two blocks share an SM (16 warps). For the 2017 layer (OUT 500 = 4 x 128 columns).
+ *   DENSE_WIDE  128 x 64, 8 x 8 a thread, 128 threads: the same inner loop where 128 columns would pad OUT more
+ *               than 64 do (OUT 140, 160: 256 columns against 192).
+ *   DENSE_SMALL 32 x 64, 4 x 4 a thread, 128 threads, BK 32: the rows the big tiles leave (see below) and small
+ *               batches; BK 32 makes a quarter as many slices, each a global latency when few blocks run.
+ *   DENSE_NARROW 64 x 16, 4 x 2 a thread, 128 threads, BK 32: OUT <= 16 (the final layers), 16 columns not 64.
+ *   dense_rows_kernel: B <= DENSE_ROWS_MAX, a thread an output over all B rows. A tile's k loop is one dependent
+ *               global fetch a slice, on a handful of blocks; here each output is one chain of IN fmaf.
+ * Each tiled kernel exists with 16-byte global loads (x and w 16-byte aligned and IN % 4 == 0, so that a float4
+ * never straddles a row or IN) and with scalar ones (any alignment, any IN).
+ *
+ * Waves (H100: 132 SMs; the 2017 layer, B 10000, OUT 500). 79 x 4 = 316 big tiles on 2 x 132 slots is 1.2 waves:
+ * the second wave's 52 blocks would run one to an SM, 80 SMs idle, for as long as a full wave. Any 8 x 8 tiling
+ * meets this, because registers bound how much of y an SM holds (64 rows of 512 outputs): the quantum is ~8448 rows
+ * here, whatever the tile. So the big tiles take whole waves only (8448 rows), and DENSE_SMALL's 392 blocks share
+ * out the other 1552 rows over all SMs; a remainder of half a wave or more stays in big tiles instead (a half-full
+ * last wave then costs less than the small tiles' lower efficiency). */
+#define DENSE_PAD 4      /* floats padding each staged k row */
+#define DENSE_ROWS_MAX 4 /* largest B of dense_rows_kernel */
+#define DENSE_ROWS_THREADS 32
+#define DENSE_NARROW_OUT 16 /* largest OUT of DENSE_NARROW */
 
-__global__ void __launch_bounds__(256)
+/* Shapes: BM, BN, BK, TM, TN, least blocks an SM (caps registers: 65536 / (threads * blocks)). */
+#define DENSE_BIG 128, 128, 8, 8, 8, 2
+#define DENSE_WIDE 128, 64, 8, 8, 8, 4
+#define DENSE_SMALL 32, 64, 32, 4, 4, 4
+#define DENSE_NARROW 64, 16, 32, 4, 2, 4
+
+/* Global loads a thread makes of a ROWS x BK tile per slice, V floats each. */
+#define DENSE_LOADS(ROWS, BK, THREADS, V) (((ROWS) * (BK) / (V) + (THREADS)-1) / (THREADS))
+
+/* Fetches this thread's share of rows [0, ROWS) x k [k0, k0 + BK) of src (rows of IN floats, nrows of them
+ * exist) into r, zeros outside. Consecutive threads take consecutive k of a row; as THREADS is a multiple of a
+ * row's loads, a thread keeps one k and steps down the rows, so that one pointer and one k test serve all. */
+template <int ROWS, int BK, int THREADS, bool VEC>
+__device__ __forceinline__ void dense_fetch(float *r, const float *src, int nrows, int IN, int k0, int tid) {
+    constexpr int V = VEC ? 4 : 1, PER_ROW = BK / V, STEP = THREADS / PER_ROW;
+    static_assert(THREADS % PER_ROW == 0, "a thread's loads must share one k");
+    const int row = tid / PER_ROW, k = k0 + tid % PER_ROW * V;
+    const float *p = src + (size_t)row * IN + k;
+    const size_t step = (size_t)STEP * IN;
+#pragma unroll
+    for (int i = 0; i < DENSE_LOADS(ROWS, BK, THREADS, V); i++) {
+        const bool in = row + i * STEP < (nrows < ROWS ? nrows : ROWS) && k < IN;
+        if (VEC) {
+            const float4 v =
+                in ? __ldg(reinterpret_cast<const float4 *>(p + i * step)) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            r[V * i] = v.x, r[V * i + 1] = v.y, r[V * i + 2] = v.z, r[V * i + 3] = v.w;
+        } else {
+            r[i] = in ? __ldg(p + i * step) : 0.0f;
+        }
+    }
+}
+
+/* Stores what dense_fetch fetched into s, k-major: s[k * (ROWS + DENSE_PAD) + row]. */
+template <int ROWS, int BK, int THREADS, bool VEC>
+__device__ __forceinline__ void dense_stage(float *s, const float *r, int tid) {
+    constexpr int V = VEC ? 4 : 1, PER_ROW = BK / V, STEP = THREADS / PER_ROW;
+    const int row = tid / PER_ROW, k = tid % PER_ROW * V;
+#pragma unroll
+    for (int i = 0; i < DENSE_LOADS(ROWS, BK, THREADS, V); i++) {
+        if (ROWS % STEP != 0 && row + i * STEP >= ROWS) break;
+#pragma unroll
+        for (int j = 0; j < V; j++) s[(k + j) * (ROWS + DENSE_PAD) + row + i * STEP] = r[V * i + j];
+    }
+}
+
+/* Index in the tile of a thread's element i of T (thread t of TC across): groups of V = min(T, 4) consecutive
+ * indices, the groups 4 TC apart. */
+template <int T, int TC> __device__ __forceinline__ int dense_index(int i, int t) {
+    constexpr int V = T < 4 ? T : 4;
+    return i / V * V * TC + t * V + i % V;
+}
+
+/* A thread's T values of one staged k row s, read V at a time. */
+template <int T, int TC> __device__ __forceinline__ void dense_frag(float *f, const float *s, int t) {
+    constexpr int V = T < 4 ? T : 4;
+#pragma unroll
+    for (int q = 0; q < T / V; q++) {
+        const float *p = s + dense_index<T, TC>(q * V, t);
+        if (V == 4) {
+            const float4 v = *reinterpret_cast<const float4 *>(p);
+            f[4 * q] = v.x, f[4 * q + 1] = v.y, f[4 * q + 2] = v.z, f[4 * q + 3] = v.w;
+        } else if (V == 2) {
+            const float2 v = *reinterpret_cast<const float2 *>(p);
+            f[2 * q] = v.x, f[2 * q + 1] = v.y;
+        } else {
+            f[q] = p[0];
+        }
+    }
+}
+
+/* The end of every output's sum, the same in every kernel (see the order above). */
+__device__ __forceinline__ float dense_finish(float acc, const float *b, int o) {
+    const float s = __fadd_rn(acc, 0.0f);
+    return b ? s + b[o] : s;
+}
+
+/* One tile of y; grid x runs over column tiles (fastest, so that the blocks running together share x's rows in
+ * L2), grid y over row tiles. y, x point at this launch's first row; B is its rows. */
+template <int BM, int BN, int BK, int TM, int TN, int MINB, bool VEC>
+__global__ void __launch_bounds__(BM / TM * (BN / TN), MINB)
     dense_kernel(float *y, const float *x, const float *w, const float *b, int B, int IN, int OUT) {
-    __shared__ __align__(16) float xs[DENSE_K][DENSE_T]; // xs[k][i] = x[i0 + i][k0 + k]
-    __shared__ __align__(16) float ws[DENSE_K][DENSE_T]; // ws[k][o] = w[o0 + o][k0 + k]
-    const int tid = (int)threadIdx.x;
-    const int ti = tid / 16, to = tid % 16; // this thread's rows: images ti*4.., outputs to*4..
-    const size_t i0 = (size_t)blockIdx.y * DENSE_T;
-    const int o0 = (int)blockIdx.x * DENSE_T;
-    float acc[4][4];
-    for (int a = 0; a < 4; a++)
-        for (int c = 0; c < 4; c++) acc[a][c] = 0.0f;
-    for (int k0 = 0; k0 < IN; k0 += DENSE_K) {
-        /* 16 consecutive threads read 16 consecutive k of one row (coalesced); 0 outside the matrices. */
-        for (int j = 0; j < 4; j++) {
-            const int e = tid + 256 * j, r = e / DENSE_K, kk = e % DENSE_K;
-            const int k = k0 + kk;
-            xs[kk][r] = (i0 + r < (size_t)B && k < IN) ? x[(i0 + r) * IN + k] : 0.0f;
-            ws[kk][r] = (o0 + r < OUT && k < IN) ? w[(size_t)(o0 + r) * IN + k] : 0.0f;
+    constexpr int TY = BM / TM, TX = BN / TN, THREADS = TY * TX, V = VEC ? 4 : 1;
+    constexpr int LX = BM + DENSE_PAD, LW = BN + DENSE_PAD;
+    __shared__ __align__(16) float xs[2][BK * LX]; // xs[s][k * LX + i] = x[i0 + i][k0 + k]
+    __shared__ __align__(16) float ws[2][BK * LW]; // ws[s][k * LW + o] = w[o0 + o][k0 + k]
+    const int tid = (int)threadIdx.x, tx = tid % TX, ty = tid / TX;
+    const int i0 = (int)blockIdx.y * BM, o0 = (int)blockIdx.x * BN;
+    const float *xt = x + (size_t)i0 * IN, *wt = w + (size_t)o0 * IN; // (BM, IN), (BN, IN)
+    float xr[DENSE_LOADS(BM, BK, THREADS, V) * V], wr[DENSE_LOADS(BN, BK, THREADS, V) * V];
+    float acc[TM][TN];
+#pragma unroll
+    for (int i = 0; i < TM; i++)
+#pragma unroll
+        for (int j = 0; j < TN; j++) acc[i][j] = 0.0f;
+
+    dense_fetch<BM, BK, THREADS, VEC>(xr, xt, B - i0, IN, 0, tid);
+    dense_fetch<BN, BK, THREADS, VEC>(wr, wt, OUT - o0, IN, 0, tid);
+    dense_stage<BM, BK, THREADS, VEC>(xs[0], xr, tid);
+    dense_stage<BN, BK, THREADS, VEC>(ws[0], wr, tid);
+    __syncthreads();
+    int s = 0;
+    for (int k0 = 0; k0 < IN; k0 += BK, s ^= 1) {
+        const bool more = k0 + BK < IN;
+        if (more) {
+            dense_fetch<BM, BK, THREADS, VEC>(xr, xt, B - i0, IN, k0 + BK, tid);
+            dense_fetch<BN, BK, THREADS, VEC>(wr, wt, OUT - o0, IN, k0 + BK, tid);
         }
-        __syncthreads();
 #pragma unroll
-        for (int kk = 0; kk < DENSE_K; kk++) {
-            const float4 xa = *reinterpret_cast<const float4 *>(&xs[kk][ti * 4]);
-            const float4 wa = *reinterpret_cast<const float4 *>(&ws[kk][to * 4]);
-            const float xv[4] = {xa.x, xa.y, xa.z, xa.w}, wv[4] = {wa.x, wa.y, wa.z, wa.w};
+        for (int k = 0; k < BK; k++) {
+            float a[TM], c[TN];
+            dense_frag<TM, TY>(a, &xs[s][k * LX], ty);
+            dense_frag<TN, TX>(c, &ws[s][k * LW], tx);
 #pragma unroll
-            for (int a = 0; a < 4; a++)
+            for (int i = 0; i < TM; i++)
 #pragma unroll
-                for (int c = 0; c < 4; c++) acc[a][c] = fmaf(xv[a], wv[c], acc[a][c]);
+                for (int j = 0; j < TN; j++) acc[i][j] = fmaf(a[i], c[j], acc[i][j]);
+        }
+        /* The other buffer was last read in the previous slice, before the __syncthreads that ended it. */
+        if (more) {
+            dense_stage<BM, BK, THREADS, VEC>(xs[s ^ 1], xr, tid);
+            dense_stage<BN, BK, THREADS, VEC>(ws[s ^ 1], wr, tid);
         }
         __syncthreads();
     }
-    for (int a = 0; a < 4; a++) {
-        const size_t i = i0 + ti * 4 + a;
-        if (i >= (size_t)B) break;
-        for (int c = 0; c < 4; c++) {
-            const int o = o0 + to * 4 + c;
-            if (o < OUT) y[i * OUT + o] = b ? acc[a][c] + b[o] : acc[a][c];
+#pragma unroll
+    for (int i = 0; i < TM; i++) {
+        const int r = i0 + dense_index<TM, TY>(i, ty);
+        if (r >= B) continue;
+#pragma unroll
+        for (int j = 0; j < TN; j++) {
+            const int o = o0 + dense_index<TN, TX>(j, tx);
+            if (o < OUT) y[(size_t)r * OUT + o] = dense_finish(acc[i][j], b, o);
         }
     }
+}
+
+/* B <= DENSE_ROWS_MAX: a thread computes output o of every row, one fmaf chain each; x's reads are the same
+ * address across a warp (one transaction), w's row is the thread's own (L1 serves the rest of each line). */
+__global__ void __launch_bounds__(DENSE_ROWS_THREADS)
+    dense_rows_kernel(float *y, const float *x, const float *w, const float *b, int B, int IN, int OUT) {
+    const int o = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (o >= OUT) return;
+    const float *wo = w + (size_t)o * IN; // (IN)
+    float acc[DENSE_ROWS_MAX];
+#pragma unroll
+    for (int r = 0; r < DENSE_ROWS_MAX; r++) acc[r] = 0.0f;
+#pragma unroll 4
+    for (int k = 0; k < IN; k++) {
+        const float wk = __ldg(wo + k);
+#pragma unroll
+        for (int r = 0; r < DENSE_ROWS_MAX; r++)
+            if (r < B) acc[r] = fmaf(__ldg(x + (size_t)r * IN + k), wk, acc[r]);
+    }
+#pragma unroll
+    for (int r = 0; r < DENSE_ROWS_MAX; r++)
+        if (r < B) y[(size_t)r * OUT + o] = dense_finish(acc[r], b, o);
+}
+
+/* Every tiled kernel, for nc_cuda_layers_prepare. */
+#define DENSE_FN(SHAPE) (const void *)dense_kernel<SHAPE, true>, (const void *)dense_kernel<SHAPE, false>
+static const void *const dense_tile_kernels[] = {DENSE_FN(DENSE_BIG), DENSE_FN(DENSE_WIDE), DENSE_FN(DENSE_SMALL),
+                                                 DENSE_FN(DENSE_NARROW)};
+#undef DENSE_FN
+
+/* Rows [r0, r1) of y by one tiled kernel, in launches of at most 65535 row tiles (grid y's limit). */
+template <int BM, int BN, int BK, int TM, int TN, int MINB>
+static int dense_tiles(float *y, const float *x, const float *w, const float *b, int r0, int r1, int IN, int OUT,
+                       bool vec, cudaStream_t stream, nc_error *err) {
+    for (int s0 = r0; s0 < r1;) {
+        const int nb = r1 - s0 < 65535 * BM ? r1 - s0 : 65535 * BM;
+        const dim3 grid((unsigned)((OUT + BN - 1) / BN), (unsigned)((nb + BM - 1) / BM));
+        const unsigned threads = BM / TM * (BN / TN);
+        float *ys = y + (size_t)s0 * OUT;
+        const float *xs = x + (size_t)s0 * IN;
+        if (vec)
+            dense_kernel<BM, BN, BK, TM, TN, MINB, true><<<grid, threads, 0, stream>>>(ys, xs, w, b, nb, IN, OUT);
+        else
+            dense_kernel<BM, BN, BK, TM, TN, MINB, false><<<grid, threads, 0, stream>>>(ys, xs, w, b, nb, IN, OUT);
+        CUDA_LAUNCHED();
+        s0 += nb;
+    }
+    return NC_OK;
+}
+
+/* Rows of y that big tiles of BM x BN take: whole waves of the device's slots, plus the last partial wave when it
+ * is at least half full (see the waves above); the rest go to DENSE_SMALL. */
+template <int BM, int BN, int BK, int TM, int TN, int MINB>
+static int dense_big_rows(int *rows, int B, int OUT, bool vec, nc_error *err) {
+    int dev, sms, per_sm;
+    CUDA_RET(cudaGetDevice(&dev));
+    CUDA_RET(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    CUDA_RET(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &per_sm, vec ? dense_kernel<BM, BN, BK, TM, TN, MINB, true> : dense_kernel<BM, BN, BK, TM, TN, MINB, false>,
+        BM / TM * (BN / TN), 0));
+    const long long cols = (OUT + BN - 1) / BN, tiles = (B + BM - 1) / BM * cols, slots = (long long)sms * per_sm;
+    long long waves = slots > 0 ? tiles / slots : 0;
+    if (slots > 0 && 2 * (tiles % slots) >= slots) waves++;
+    const long long r = waves * slots / cols * BM;
+    *rows = r < B ? (int)r : B;
+    return NC_OK;
 }
 
 extern "C" int nc_cuda_dense_forward(float *y, const float *x, const float *w, const float *b, int B, int IN, int OUT,
                                      cudaStream_t stream, nc_error *err) {
     if (B <= 0 || OUT <= 0) return NC_OK;
-    /* Grid y is limited to 65535 tiles of images: a larger batch goes in slices. */
-    const int slice = 65535 * DENSE_T;
-    for (int b0 = 0; b0 < B; b0 += slice) {
-        const int nb = B - b0 < slice ? B - b0 : slice;
-        const dim3 grid((unsigned)((OUT + DENSE_T - 1) / DENSE_T), (unsigned)((nb + DENSE_T - 1) / DENSE_T));
-        dense_kernel<<<grid, 256, 0, stream>>>(y + (size_t)b0 * OUT, x + (size_t)b0 * IN, w, b, nb, IN, OUT);
+    if (B <= DENSE_ROWS_MAX) {
+        dense_rows_kernel<<<(unsigned)((OUT + DENSE_ROWS_THREADS - 1) / DENSE_ROWS_THREADS), DENSE_ROWS_THREADS, 0,
+                            stream>>>(y, x, w, b, B, IN, OUT);
         CUDA_LAUNCHED();
+        return NC_OK;
     }
-    return NC_OK;
+    const bool vec = ((uintptr_t)x | (uintptr_t)w) % 16 == 0 && IN % 4 == 0;
+    if (OUT <= DENSE_NARROW_OUT) return dense_tiles<DENSE_NARROW>(y, x, w, b, 0, B, IN, OUT, vec, stream, err);
+    /* 128 columns a tile where that pads OUT no more than 64 do. */
+    const bool big = (OUT + 127) / 128 * 2 == (OUT + 63) / 64;
+    int rows = 0, rc;
+    rc = big ? dense_big_rows<DENSE_BIG>(&rows, B, OUT, vec, err) : dense_big_rows<DENSE_WIDE>(&rows, B, OUT, vec, err);
+    if (rc) return rc;
+    if (rows > 0)
+        rc = big ? dense_tiles<DENSE_BIG>(y, x, w, b, 0, rows, IN, OUT, vec, stream, err)
+                 : dense_tiles<DENSE_WIDE>(y, x, w, b, 0, rows, IN, OUT, vec, stream, err);
+    if (rc || rows == B) return rc;
+    return dense_tiles<DENSE_SMALL>(y, x, w, b, rows, B, IN, OUT, vec, stream, err);
 }
 
 /* --------------------------------------------------- softmax and argmax */
@@ -323,13 +523,17 @@ extern "C" int nc_cuda_prepare_input(float *x, const uint8_t *images, int B, int
 extern "C" int nc_cuda_layers_prepare(nc_error *err) {
     const void *kernels[] = {
         (const void *)tanh_kernel,       (const void *)relu_kernel,        (const void *)sigmoid_kernel,
-        (const void *)pool_kernel<true>, (const void *)pool_kernel<false>, (const void *)dense_kernel,
+        (const void *)pool_kernel<true>, (const void *)pool_kernel<false>, (const void *)dense_rows_kernel,
         (const void *)softmax_kernel,    (const void *)argmax_kernel,      (const void *)resize_kernel,
         (const void *)scale_kernel,
     };
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
         cudaFuncAttributes attr;
         CUDA_RET(cudaFuncGetAttributes(&attr, kernels[i]));
+    }
+    for (size_t i = 0; i < sizeof dense_tile_kernels / sizeof dense_tile_kernels[0]; i++) {
+        cudaFuncAttributes attr;
+        CUDA_RET(cudaFuncGetAttributes(&attr, dense_tile_kernels[i]));
     }
     return NC_OK;
 }

@@ -21,8 +21,6 @@
  * Input upload, resize and scaling, argmax and download are gpu_plan.cu's,
  * shared with the cuda backend.
  */
-#include <cublas_v2.h>
-#include <cudnn.h>
 #include <limits.h>
 #include <nvtx3/nvToolsExt.h>
 #include <stdio.h>
@@ -32,19 +30,29 @@
 #include "core/backend.h"
 #include "cuda/cuda_check.h"
 #include "cuda/gpu_plan.h"
+#include "cuda/vendor_libs.h"
+
+/* cuDNN and cuBLAS, loaded by the first dnn_create (vendor_libs.h). */
+static const nc_vendor_api *lib;
+
+/* A failed call's text without the table it went through: "cudnnCreate(&h)", not "lib->cudnnCreate(&h)". */
+static const char *call_text(const char *stmt) {
+    return strncmp(stmt, "lib->", 5) ? stmt : stmt + 5;
+}
 
 static int cudnn_status(cudnnStatus_t s, nc_error *err, const char *file, int line, const char *stmt) {
     if (s == CUDNN_STATUS_SUCCESS) return NC_OK;
     (void)cudaGetLastError();
     return nc_fail(err, s == CUDNN_STATUS_ALLOC_FAILED ? NC_ERR_NOMEM : NC_ERR_DEVICE, "%s:%d: %s failed: %s",
-                   nc_cuda_where(file), line, stmt, cudnnGetErrorString(s));
+                   nc_cuda_where(file), line, call_text(stmt), lib->cudnnGetErrorString(s));
 }
 
 static int cublas_status(cublasStatus_t s, nc_error *err, const char *file, int line, const char *stmt) {
     if (s == CUBLAS_STATUS_SUCCESS) return NC_OK;
     (void)cudaGetLastError();
     return nc_fail(err, s == CUBLAS_STATUS_ALLOC_FAILED ? NC_ERR_NOMEM : NC_ERR_DEVICE, "%s:%d: %s failed: %s (%s)",
-                   nc_cuda_where(file), line, stmt, cublasGetStatusName(s), cublasGetStatusString(s));
+                   nc_cuda_where(file), line, call_text(stmt), lib->cublasGetStatusName(s),
+                   lib->cublasGetStatusString(s));
 }
 
 #define CUDNN_RET(call)                                                                                                \
@@ -98,7 +106,7 @@ typedef struct {
 } dnn_plan;
 
 static int set_4d(cudnnTensorDescriptor_t d, int B, nc_shape s, nc_error *err) {
-    CUDNN_RET(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, B, s.c, s.h, s.w));
+    CUDNN_RET(lib->cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, B, s.c, s.h, s.w));
     return NC_OK;
 }
 
@@ -127,20 +135,20 @@ static int dnn_prepare(dnn_plan *p, int B, nc_error *err) {
         if (rc) return rc;
         if (l->kind == NC_CONV) {
             int n, c, h, w;
-            CUDNN_RET(cudnnGetConvolution2dForwardOutputDim(d->conv, d->x, d->w, &n, &c, &h, &w));
+            CUDNN_RET(lib->cudnnGetConvolution2dForwardOutputDim(d->conv, d->x, d->w, &n, &c, &h, &w));
             if (n != B || c != l->out.c || h != l->out.h || w != l->out.w)
                 return nc_fail(err, NC_ERR_DEVICE,
                                "layer %d: cuDNN makes the convolution's output %dx%dx%dx%d, not %dx%dx%dx%d", li, n, c,
                                h, w, B, l->out.c, l->out.h, l->out.w);
             if (d->found) {
-                CUDNN_RET(
-                    cudnnGetConvolutionForwardWorkspaceSize(p->dnn, d->x, d->w, d->conv, d->y, d->algo, &d->ws_need));
+                CUDNN_RET(lib->cudnnGetConvolutionForwardWorkspaceSize(p->dnn, d->x, d->w, d->conv, d->y, d->algo,
+                                                                       &d->ws_need));
                 if (d->ws_need > ws) ws = d->ws_need;
             }
         }
         if (l->kind == NC_MAXPOOL || l->kind == NC_AVGPOOL) {
             int n, c, h, w;
-            CUDNN_RET(cudnnGetPooling2dForwardOutputDim(d->pool, d->x, &n, &c, &h, &w));
+            CUDNN_RET(lib->cudnnGetPooling2dForwardOutputDim(d->pool, d->x, &n, &c, &h, &w));
             if (n != B || c != l->out.c || h != l->out.h || w != l->out.w)
                 return nc_fail(err, NC_ERR_DEVICE,
                                "layer %d: cuDNN makes the pooling's output %dx%dx%dx%d, not %dx%dx%dx%d", li, n, c, h,
@@ -162,8 +170,8 @@ static int dnn_find(dnn_plan *p, int li, float *y, const float *x, nc_error *err
     for (int a = 0; a < CUDNN_CONVOLUTION_FWD_ALGO_COUNT; a++) {
         size_t need = 0;
         if (!algo_is_transform((cudnnConvolutionFwdAlgo_t)a) &&
-            cudnnGetConvolutionForwardWorkspaceSize(p->dnn, d->x, d->w, d->conv, d->y, (cudnnConvolutionFwdAlgo_t)a,
-                                                    &need) == CUDNN_STATUS_SUCCESS &&
+            lib->cudnnGetConvolutionForwardWorkspaceSize(p->dnn, d->x, d->w, d->conv, d->y,
+                                                         (cudnnConvolutionFwdAlgo_t)a, &need) == CUDNN_STATUS_SUCCESS &&
             need > want)
             want = need;
     }
@@ -180,9 +188,9 @@ static int dnn_find(dnn_plan *p, int li, float *y, const float *x, nc_error *err
     }
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int found = 0;
-    CUDNN_RET(cudnnFindConvolutionForwardAlgorithmEx(p->dnn, d->x, x, d->w, p->g.weight[li], d->conv, d->y, y,
-                                                     CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf, p->ws,
-                                                     p->ws_size));
+    CUDNN_RET(lib->cudnnFindConvolutionForwardAlgorithmEx(p->dnn, d->x, x, d->w, p->g.weight[li], d->conv, d->y, y,
+                                                          CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf, p->ws,
+                                                          p->ws_size));
     /* Sorted fastest first. */
     for (int i = 0; i < found; i++) {
         if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > p->ws_size) continue;
@@ -205,30 +213,30 @@ static int dnn_layer_forward(dnn_plan *p, int li, int B, float *y, const float *
     switch (l->kind) {
     case NC_CONV: {
         CUDA_RET(cudaEventRecord(g->ev[2 * *conv], g->stream));
-        CUDNN_RET(cudnnConvolutionForward(p->dnn, &one, d->x, x, d->w, g->weight[li], d->conv, d->algo, p->ws,
-                                          p->ws_size, &zero, d->y, y));
-        if (g->bias[li]) CUDNN_RET(cudnnAddTensor(p->dnn, &one, d->bias, g->bias[li], &one, d->y, y));
+        CUDNN_RET(lib->cudnnConvolutionForward(p->dnn, &one, d->x, x, d->w, g->weight[li], d->conv, d->algo, p->ws,
+                                               p->ws_size, &zero, d->y, y));
+        if (g->bias[li]) CUDNN_RET(lib->cudnnAddTensor(p->dnn, &one, d->bias, g->bias[li], &one, d->y, y));
         CUDA_RET(cudaEventRecord(g->ev[2 * *conv + 1], g->stream));
         ++*conv;
         break;
     }
     case NC_TANH:
     case NC_RELU:
-    case NC_SIGMOID: CUDNN_RET(cudnnActivationForward(p->dnn, d->act, &one, d->x, x, &zero, d->y, y)); break;
+    case NC_SIGMOID: CUDNN_RET(lib->cudnnActivationForward(p->dnn, d->act, &one, d->x, x, &zero, d->y, y)); break;
     case NC_MAXPOOL:
-    case NC_AVGPOOL: CUDNN_RET(cudnnPoolingForward(p->dnn, d->pool, &one, d->x, x, &zero, d->y, y)); break;
+    case NC_AVGPOOL: CUDNN_RET(lib->cudnnPoolingForward(p->dnn, d->pool, &one, d->x, x, &zero, d->y, y)); break;
     case NC_DENSE: {
         /* Row-major y (B, OUT) = x (B, IN) w^T is column-major y^T (OUT, B) = w^T (OUT, IN) . x^T (IN, B),
          * with w read as the column-major (IN, OUT) matrix it is and transposed. */
         const int IN = (int)nc_shape_size(l->in);
-        CUBLAS_RET(cublasSgemm(p->blas, CUBLAS_OP_T, CUBLAS_OP_N, l->m, B, IN, &one, g->weight[li], IN, x, IN, &zero, y,
-                               l->m));
-        if (g->bias[li]) CUDNN_RET(cudnnAddTensor(p->dnn, &one, d->bias, g->bias[li], &one, d->y, y));
+        CUBLAS_RET(lib->cublasSgemm(p->blas, CUBLAS_OP_T, CUBLAS_OP_N, l->m, B, IN, &one, g->weight[li], IN, x, IN,
+                                    &zero, y, l->m));
+        if (g->bias[li]) CUDNN_RET(lib->cudnnAddTensor(p->dnn, &one, d->bias, g->bias[li], &one, d->y, y));
         break;
     }
     case NC_SOFTMAX:
-        CUDNN_RET(cudnnSoftmaxForward(p->dnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &one, d->x, x, &zero,
-                                      d->y, y));
+        CUDNN_RET(lib->cudnnSoftmaxForward(p->dnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &one, d->x, x,
+                                           &zero, d->y, y));
         break;
     case NC_FLATTEN: break;
     }
@@ -261,16 +269,16 @@ static void dnn_destroy(void *plan) {
     /* Teardown reports nothing: after a device fault these fail too, and the run already said why. */
     for (int i = 0; i < NC_MAX_LAYERS; i++) {
         dnn_layer *d = &p->L[i];
-        if (d->x) cudnnDestroyTensorDescriptor(d->x);
-        if (d->y) cudnnDestroyTensorDescriptor(d->y);
-        if (d->bias) cudnnDestroyTensorDescriptor(d->bias);
-        if (d->w) cudnnDestroyFilterDescriptor(d->w);
-        if (d->conv) cudnnDestroyConvolutionDescriptor(d->conv);
-        if (d->act) cudnnDestroyActivationDescriptor(d->act);
-        if (d->pool) cudnnDestroyPoolingDescriptor(d->pool);
+        if (d->x) lib->cudnnDestroyTensorDescriptor(d->x);
+        if (d->y) lib->cudnnDestroyTensorDescriptor(d->y);
+        if (d->bias) lib->cudnnDestroyTensorDescriptor(d->bias);
+        if (d->w) lib->cudnnDestroyFilterDescriptor(d->w);
+        if (d->conv) lib->cudnnDestroyConvolutionDescriptor(d->conv);
+        if (d->act) lib->cudnnDestroyActivationDescriptor(d->act);
+        if (d->pool) lib->cudnnDestroyPoolingDescriptor(d->pool);
     }
-    if (p->blas) cublasDestroy(p->blas);
-    if (p->dnn) cudnnDestroy(p->dnn);
+    if (p->blas) lib->cublasDestroy(p->blas);
+    if (p->dnn) lib->cudnnDestroy(p->dnn);
     cudaFree(p->ws);
     nc_gpu_close(&p->g);
     free(p);
@@ -283,37 +291,38 @@ static int dnn_describe(dnn_plan *p, nc_error *err) {
         const nc_layer *l = &m->layers[li];
         dnn_layer *d = &p->L[li];
         if (l->kind == NC_FLATTEN) continue;
-        CUDNN_RET(cudnnCreateTensorDescriptor(&d->x));
-        CUDNN_RET(cudnnCreateTensorDescriptor(&d->y));
+        CUDNN_RET(lib->cudnnCreateTensorDescriptor(&d->x));
+        CUDNN_RET(lib->cudnnCreateTensorDescriptor(&d->y));
         if (l->bias) {
-            CUDNN_RET(cudnnCreateTensorDescriptor(&d->bias));
-            CUDNN_RET(cudnnSetTensor4dDescriptor(d->bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, l->m, 1, 1));
+            CUDNN_RET(lib->cudnnCreateTensorDescriptor(&d->bias));
+            CUDNN_RET(lib->cudnnSetTensor4dDescriptor(d->bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, l->m, 1, 1));
         }
         switch (l->kind) {
         case NC_CONV:
-            CUDNN_RET(cudnnCreateFilterDescriptor(&d->w));
-            CUDNN_RET(cudnnSetFilter4dDescriptor(d->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, l->m, l->in.c, l->k, l->k));
-            CUDNN_RET(cudnnCreateConvolutionDescriptor(&d->conv));
+            CUDNN_RET(lib->cudnnCreateFilterDescriptor(&d->w));
             CUDNN_RET(
-                cudnnSetConvolution2dDescriptor(d->conv, 0, 0, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+                lib->cudnnSetFilter4dDescriptor(d->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, l->m, l->in.c, l->k, l->k));
+            CUDNN_RET(lib->cudnnCreateConvolutionDescriptor(&d->conv));
+            CUDNN_RET(lib->cudnnSetConvolution2dDescriptor(d->conv, 0, 0, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
+                                                           CUDNN_DATA_FLOAT));
             /* Exact fp32: no TF32 tensor-core algorithms. */
-            CUDNN_RET(cudnnSetConvolutionMathType(d->conv, CUDNN_FMA_MATH));
+            CUDNN_RET(lib->cudnnSetConvolutionMathType(d->conv, CUDNN_FMA_MATH));
             break;
         case NC_TANH:
         case NC_RELU:
         case NC_SIGMOID:
-            CUDNN_RET(cudnnCreateActivationDescriptor(&d->act));
-            CUDNN_RET(cudnnSetActivationDescriptor(d->act,
-                                                   l->kind == NC_TANH   ? CUDNN_ACTIVATION_TANH
-                                                   : l->kind == NC_RELU ? CUDNN_ACTIVATION_RELU
-                                                                        : CUDNN_ACTIVATION_SIGMOID,
-                                                   CUDNN_NOT_PROPAGATE_NAN, 0.0));
+            CUDNN_RET(lib->cudnnCreateActivationDescriptor(&d->act));
+            CUDNN_RET(lib->cudnnSetActivationDescriptor(d->act,
+                                                        l->kind == NC_TANH   ? CUDNN_ACTIVATION_TANH
+                                                        : l->kind == NC_RELU ? CUDNN_ACTIVATION_RELU
+                                                                             : CUDNN_ACTIVATION_SIGMOID,
+                                                        CUDNN_NOT_PROPAGATE_NAN, 0.0));
             break;
         case NC_MAXPOOL:
         case NC_AVGPOOL:
-            CUDNN_RET(cudnnCreatePoolingDescriptor(&d->pool));
+            CUDNN_RET(lib->cudnnCreatePoolingDescriptor(&d->pool));
             /* No padding, so "include padding" changes nothing: the divisor is always P * P. */
-            CUDNN_RET(cudnnSetPooling2dDescriptor(
+            CUDNN_RET(lib->cudnnSetPooling2dDescriptor(
                 d->pool, l->kind == NC_MAXPOOL ? CUDNN_POOLING_MAX : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING,
                 CUDNN_NOT_PROPAGATE_NAN, l->p, l->p, 0, 0, l->s, l->s));
             break;
@@ -370,17 +379,17 @@ static int dnn_create(void **out, const nc_model *m, const nc_run_opts *opts, nc
     dnn_plan *p = (dnn_plan *)calloc(1, sizeof *p);
     if (!p) return nc_fail(err, NC_ERR_NOMEM, "out of memory for the cudnn plan");
     int rc = nc_gpu_open(&p->g, m, opts, CUDNN_MEMORY_SHARE, max_chunk, err);
-    if (rc) goto fail;
-    if ((rc = cudnn_status(cudnnCreate(&p->dnn), err, __FILE__, __LINE__, "cudnnCreate(&p->dnn)"))) goto fail;
-    if ((rc = cudnn_status(cudnnSetStream(p->dnn, p->g.stream), err, __FILE__, __LINE__,
+    if (rc || (rc = nc_vendor_load(&lib, NC_VENDOR_CUDNN | NC_VENDOR_CUBLAS, err))) goto fail;
+    if ((rc = cudnn_status(lib->cudnnCreate(&p->dnn), err, __FILE__, __LINE__, "cudnnCreate(&p->dnn)"))) goto fail;
+    if ((rc = cudnn_status(lib->cudnnSetStream(p->dnn, p->g.stream), err, __FILE__, __LINE__,
                            "cudnnSetStream(p->dnn, p->g.stream)")))
         goto fail;
-    if ((rc = cublas_status(cublasCreate(&p->blas), err, __FILE__, __LINE__, "cublasCreate(&p->blas)"))) goto fail;
-    if ((rc = cublas_status(cublasSetStream(p->blas, p->g.stream), err, __FILE__, __LINE__,
+    if ((rc = cublas_status(lib->cublasCreate(&p->blas), err, __FILE__, __LINE__, "cublasCreate(&p->blas)"))) goto fail;
+    if ((rc = cublas_status(lib->cublasSetStream(p->blas, p->g.stream), err, __FILE__, __LINE__,
                             "cublasSetStream(p->blas, p->g.stream)")))
         goto fail;
     /* The default math mode computes in full fp32 (TF32 only with CUBLAS_TF32_TENSOR_OP_MATH). */
-    if ((rc = cublas_status(cublasSetMathMode(p->blas, CUBLAS_DEFAULT_MATH), err, __FILE__, __LINE__,
+    if ((rc = cublas_status(lib->cublasSetMathMode(p->blas, CUBLAS_DEFAULT_MATH), err, __FILE__, __LINE__,
                             "cublasSetMathMode(p->blas, CUBLAS_DEFAULT_MATH)")))
         goto fail;
     if ((rc = dnn_describe(p, err)) || (rc = dnn_search(p, err))) goto fail;

@@ -38,6 +38,21 @@ static void fill(float *x, size_t n, float lo, float hi) {
         }                                                                                                              \
     } while (0)
 
+/* The start of every GPU test's main: 0 where there is a GPU, with `stream` made; else prints SKIP and returns 77.
+ * A blocking stream: the harness's cudaMemcpy and cudaMemset run on the legacy default stream, and a pageable
+ * host-to-device cudaMemcpy may return before its data lands; a blocking stream's kernels wait for that stream's
+ * earlier work, a non-blocking one's do not. */
+static inline int gpu_test_start(void) {
+    int count = 0;
+    const cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0) {
+        printf("SKIP: no CUDA GPU here (cudaGetDeviceCount: %s)\n", e ? cudaGetErrorString(e) : "0 devices");
+        return 77;
+    }
+    CU(cudaStreamCreate(&stream));
+    return 0;
+}
+
 static void *xmalloc(size_t n) {
     void *p = malloc(n ? n : 1);
     if (!p) {
@@ -83,6 +98,26 @@ static inline void check_close(const char *what, const float *out, const float *
 static inline void check_rc(int rc, const nc_error *err, const char *what) {
     if (rc) fprintf(stderr, "%s: %s\n", what, err->msg);
     CHECK(rc == NC_OK);
+}
+
+/* out against ref within tol S + 1e-5 (1 + |ref|), S[i] = sum |w| |x| of output i (the reduced-precision tests'
+ * bound: rounding error scales with S, not with the result, which cancellation can make small); keeps the largest
+ * |out - ref| / S in *track (where not NULL). */
+static inline void check_scaled(const char *what, double *track, const float *out, const float *ref, const float *S,
+                                size_t n, double tol) {
+    size_t bad = 0;
+    double largest = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const double d = fabs((double)out[i] - (double)ref[i]);
+        const int ok = d <= tol * S[i] + 1e-5 * (1.0 + fabs((double)ref[i])); /* false for NaN */
+        if (!ok && bad++ < 5)
+            fprintf(stderr, "  %s: [%zu] gpu %.9g, ref %.9g, S %.6g\n", what, i, out[i], ref[i], S[i]);
+        const double rel = S[i] > 0.0f ? d / S[i] : d;
+        if (rel > largest || d != d) largest = rel;
+    }
+    if (bad) fprintf(stderr, "%s: %zu of %zu outside %g S + 1e-5 (1 + |ref|)\n", what, bad, n, tol);
+    if (track && largest > *track) *track = largest;
+    CHECK(bad == 0);
 }
 
 #endif

@@ -1,15 +1,25 @@
 /*
- * The tensor-core versions against the CPU reference: convolution versions 7 (tf32) and 8 (3xtf32) of
- * conv_tc.cu, fused with every activation and pooling none / max 2 / avg 2, on float and uint8 input (raw, /255
- * and mean/std scaling), random shapes (K = 3..7, M across and between multiples of 16, odd and even maps), C > 1
- * (which they leave to versions 5 and 6); and dense_tc.cu's GEMM at both precisions against nc_ref_dense.
- * Outputs are poisoned with NaN before each run. Skips (77) where the build has no CUDA or the machine no GPU.
+ * The tensor-core versions against the CPU reference: convolution versions 7 (tf32), 8 (3xtf32), 9 (fp16) and 10
+ * (bf16) of conv_tc.cu, fused with every activation and pooling none / max 2 / avg 2, on float and uint8 input
+ * (raw, /255 and mean/std scaling), random shapes (K = 3..7, M across and between multiples of 16, odd and even
+ * maps), batches large enough that every block takes several groups of images (the cp.async pipeline), pixels
+ * not 4-byte aligned and C > 1 (which they leave to version 6), each at every tuning of nc_conv_tc_tunings.
+ * Outputs are poisoned with NaN before each run. (dense_tc.cu's GEMMs: tests/gpu/test_dense_tc.c.)
+ * Skips (77) where the build has no CUDA or the machine no GPU.
  *
  * Tolerance, per output: |gpu - ref| <= tol * S + 1e-5 (1 + |ref|), S = sum |w| |x| over the output's window (the
- * largest over a pooling window; the activations and pooling do not enlarge an error). tf32 rounds each product's
- * operands to 10-bit mantissas: at most 2^-10 S, tol = 1.5e-3. 3xtf32 leaves ~2^-22 per product plus fp32's own
- * summation (~K*K * 2^-24): tol = 1e-5. The run ends by printing the largest |gpu - ref| / S of each, the figures
- * quoted in docs/PERFORMANCE.md. The fp32 reference's uint8 input is lut[p], the kernels' a p + c: the same to ~1 ulp.
+ * largest over a pooling window; the activations and pooling do not enlarge an error). Rounding to a significand of
+ * p bits moves a value by at most u = 2^-p of itself: a product of a rounded weight and an exact uint8 pixel is off
+ * by at most u |w x|, of a rounded weight and a rounded float input by (2u + u^2) |w x|; the fp32 sums (the tensor
+ * cores' included) add about K K 2^-24 S <= 3e-6 S, allowed as 2^-16. tf32 and fp16 keep 11 bits (u = 2^-11):
+ * tol 5.0e-4 on pixels, 9.9e-4 on floats; bf16 8 bits (u = 2^-8): 3.9e-3 and 7.8e-3. 3xtf32 leaves ~2^-22 per
+ * product plus fp32's own summation: tol = 1e-5. The pixel scaling is applied after the sum with the rounded
+ * weights' sum (conv_tc.cu), so that the bound holds for it too. The run ends by printing the largest
+ * |gpu - ref| / S of each, the figures quoted in docs/PERFORMANCE.md. The fp32 reference's uint8 input is lut[p],
+ * the kernels' a p + c: the same to ~1 ulp.
+ *
+ * Tunings change only how images are grouped in a block, never the arithmetic of an output: every tuning must give
+ * the default's bits exactly (compared bitwise, after the default passed the reference check).
  */
 #ifndef NC_HAVE_CUDA
 #include <stdio.h>
@@ -30,33 +40,34 @@ int main(void) {
 #define GPU_TEST_SEED 0x9E3779B97F4A7C15ull
 #include "gpu/gpu_test.h"
 
-static double worst_conv[9], worst_dense[3]; /* by version (7, 8) and precision: the largest |gpu - ref| / S */
+#define TC_FIRST 7 /* the tensor-core versions: 7..10 */
+#define TC_LAST 10
 
-/* out against ref within tol * S + 1e-5 (1 + |ref|); keeps the largest error / S in *track (where not NULL). */
-static void compare(const char *what, double *track, const float *out, const float *ref, const float *S, size_t n,
-                    double tol) {
+/* The largest |gpu - ref| / S by conv version (7..10). */
+static double worst_conv[TC_LAST + 1];
+
+/* The bound derived in the header comment, for version v on uint8 pixels (u8) or float input. */
+static double tol_of(int v, int u8) {
+    if (v == 8) return 1e-5;
+    const double u = v == 10 ? 0x1p-8 : 0x1p-11; /* bf16 keeps 8 significand bits; tf32 and fp16 11 */
+    return (u8 ? u : 2.0 * u + u * u) + 0x1p-16;
+}
+
+/* out bitwise equal to the default tuning's def (n floats). */
+static void same_bits(const char *what, const float *out, const float *def, size_t n) {
     size_t bad = 0;
-    double worst = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        const double d = fabs((double)out[i] - (double)ref[i]);
-        const int ok = d <= tol * S[i] + 1e-5 * (1.0 + fabs((double)ref[i])); /* false for NaN */
-        if (!ok && bad++ < 5)
-            fprintf(stderr, "  %s: [%zu] gpu %.9g, ref %.9g, S %.6g\n", what, i, out[i], ref[i], S[i]);
-        const double rel = S[i] > 0.0f ? d / S[i] : d;
-        if (rel > worst || d != d) worst = rel;
-    }
-    if (bad) fprintf(stderr, "%s: %zu of %zu outside %g S + 1e-5 (1 + |ref|)\n", what, bad, n, tol);
-    if (track && worst > *track) *track = worst;
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&out[i], &def[i], sizeof(float)) && bad++ < 5)
+            fprintf(stderr, "  %s: [%zu] %.9g, default tuning %.9g\n", what, i, out[i], def[i]);
+    if (bad) fprintf(stderr, "%s: %zu of %zu differ from the default tuning\n", what, bad, n);
     CHECK(bad == 0);
 }
 
-static double tol_of(int v) {
-    return v == 7 ? 1.5e-3 : v == 8 ? 1e-5 : 1e-4;
-}
-
-/* One fused case at version v: act NC_TANH / NC_RELU / NC_SIGMOID / -1, pool NC_MAXPOOL / NC_AVGPOOL / -1 (2/2),
- * scaling for uint8 input: 0 none (float input), 1 raw, 2 /255, 3 mean/std. */
-static void fused_case(int v, int B, int C, int H, int W, int M, int K, int with_bias, int act, int pool, int scaling) {
+/* One fused shape at versions 7..10, each at its default and at every tuning: act NC_TANH / NC_RELU / NC_SIGMOID /
+ * -1, pool NC_MAXPOOL / NC_AVGPOOL / -1 (2/2), scaling for uint8 input: 0 none (float input), 1 raw, 2 /255,
+ * 3 mean/std; the pixels start xu_at bytes into their device allocation. */
+static void fused_case(int B, int C, int H, int W, int M, int K, int with_bias, int act, int pool, int scaling,
+                       int xu_at) {
     const int Ho = H - K + 1, Wo = W - K + 1, P = pool < 0 ? 1 : 2;
     const int Hp = pool < 0 ? Ho : (Ho - P) / P + 1, Wp = pool < 0 ? Wo : (Wo - P) / P + 1;
     const size_t nx = (size_t)B * C * H * W, nk = (size_t)M * C * K * K;
@@ -96,33 +107,49 @@ static void fused_case(int v, int B, int C, int H, int W, int M, int K, int with
         memcpy(S, sc, ny * sizeof(float));
     float *dx = dev_from(x, nx * sizeof(float)), *dk = dev_from(k, nk * sizeof(float));
     float *db = dev_from(bias, M * sizeof(float)), *dy;
-    uint8_t *dxu = dev_from(xu, nx);
+    uint8_t *dxu0;
+    CU(cudaMalloc((void **)&dxu0, nx + 4));
+    uint8_t *dxu = dxu0 + xu_at;
+    CU(cudaMemcpy(dxu, xu, nx, cudaMemcpyHostToDevice));
     CU(cudaMalloc((void **)&dy, ny * sizeof(float)));
-    CU(cudaMemset(dy, 0xFF, ny * sizeof(float)));
     const nc_conv_epilogue e = {act, pool, P, P};
-    nc_error err = {0};
-    char what[200];
+    const int tc = nc_conv_tc_takes(C, H, W, M, K, &e) && !(scaling && xu_at % 4);
+    int ntunings;
+    const nc_conv_tc_tuning *tunings = nc_conv_tc_tunings(&ntunings);
     static const char *const scales[] = {"float", "u8 raw", "u8 unit", "u8 norm"};
-    snprintf(what, sizeof what, "v%d%s B%d C%d H%d W%d M%d K%d%s act %d pool %d %s", v,
-             nc_conv_tc_takes(C, H, W, M, K, &e) ? " tc" : " (v6)", B, C, H, W, M, K, with_bias ? " bias" : "", act,
-             pool, scales[scaling]);
-    const int rc = nc_conv_launch_tc(v, dy, dx, scaling ? dxu : NULL, scaling ? &lut : NULL, dk, with_bias ? db : NULL,
-                                     B, C, H, W, M, K, &e, stream, &err);
-    if (rc) fprintf(stderr, "%s: %s\n", what, err.msg);
-    CHECK(rc == NC_OK);
-    float *y = host_from(dy, ny);
-    compare(what, nc_conv_tc_takes(C, H, W, M, K, &e) ? &worst_conv[v] : NULL, y, ref, S, ny,
-            nc_conv_tc_takes(C, H, W, M, K, &e) ? tol_of(v) : 1e-4);
-    free(y);
+    for (int v = TC_FIRST; v <= TC_LAST; v++) {
+        nc_error err = {0};
+        char what[200];
+        snprintf(what, sizeof what, "v%d%s B%d C%d H%d W%d M%d K%d%s act %d pool %d %s%s", v, tc ? " tc" : " (v6)", B,
+                 C, H, W, M, K, with_bias ? " bias" : "", act, pool, scales[scaling], xu_at ? " (shifted)" : "");
+        CU(cudaMemset(dy, 0xFF, ny * sizeof(float)));
+        int rc = nc_conv_launch_tc(v, dy, dx, scaling ? dxu : NULL, scaling ? &lut : NULL, dk, with_bias ? db : NULL, B,
+                                   C, H, W, M, K, &e, stream, &err);
+        check_rc(rc, &err, what);
+        float *def = host_from(dy, ny);
+        check_scaled(what, tc ? &worst_conv[v] : NULL, def, ref, S, ny, tc ? tol_of(v, scaling != 0) : 1e-4);
+        for (int ti = 0; ti < ntunings; ti++) {
+            char with[240];
+            snprintf(with, sizeof with, "%s, images_per_block %d", what, tunings[ti].images_per_block);
+            CU(cudaMemset(dy, 0xFF, ny * sizeof(float)));
+            rc = nc_conv_launch_tc_tuned(v, &tunings[ti], dy, dx, scaling ? dxu : NULL, scaling ? &lut : NULL, dk,
+                                         with_bias ? db : NULL, B, C, H, W, M, K, &e, stream, &err);
+            check_rc(rc, &err, with);
+            float *y = host_from(dy, ny);
+            same_bits(with, y, def, ny);
+            free(y);
+        }
+        free(def);
+    }
     CU(cudaFree(dx));
     CU(cudaFree(dk));
     CU(cudaFree(db));
-    CU(cudaFree(dxu));
+    CU(cudaFree(dxu0));
     CU(cudaFree(dy));
     free(x), free(ax), free(xu), free(k), free(ak), free(bias), free(conv), free(sc), free(ref), free(S);
 }
 
-/* Versions 7 and 8 as the ladder's table runs them: the convolution alone (C > 1 goes to version 5). */
+/* Versions 7..10 as the ladder's table runs them: the convolution alone, float input (C > 1 goes to version 5). */
 static void alone_case(int B, int C, int H, int W, int M, int K) {
     const int Ho = H - K + 1, Wo = W - K + 1;
     const size_t nx = (size_t)B * C * H * W, nk = (size_t)M * C * K * K, ny = (size_t)B * M * Ho * Wo;
@@ -139,17 +166,16 @@ static void alone_case(int B, int C, int H, int W, int M, int K) {
     float *dx = dev_from(x, nx * sizeof(float)), *dk = dev_from(k, nk * sizeof(float));
     float *db = dev_from(bias, M * sizeof(float)), *dy;
     CU(cudaMalloc((void **)&dy, ny * sizeof(float)));
-    for (int v = 7; v <= 8; v++) {
+    for (int v = TC_FIRST; v <= TC_LAST; v++) {
         nc_error err = {0};
         CU(cudaMemset(dy, 0xFF, ny * sizeof(float)));
         char what[128];
         snprintf(what, sizeof what, "conv v%d (%s) B%d C%d H%d W%d M%d K%d", v, nc_cuda_conv_version_name(v), B, C, H,
                  W, M, K);
         const int rc = nc_cuda_conv_forward(v, dy, dx, dk, db, B, C, H, W, M, K, stream, &err);
-        if (rc) fprintf(stderr, "%s: %s\n", what, err.msg);
-        CHECK(rc == NC_OK);
+        check_rc(rc, &err, what);
         float *y = host_from(dy, ny);
-        compare(what, C == 1 ? &worst_conv[v] : NULL, y, ref, S, ny, C == 1 ? tol_of(v) : 1e-4);
+        check_scaled(what, C == 1 ? &worst_conv[v] : NULL, y, ref, S, ny, C == 1 ? tol_of(v, 0) : 1e-4);
         free(y);
     }
     CU(cudaFree(dx));
@@ -159,86 +185,65 @@ static void alone_case(int B, int C, int H, int W, int M, int K) {
     free(x), free(ax), free(k), free(ak), free(bias), free(ref), free(S);
 }
 
-/* shift: w starts that many floats into its allocation (a model file's weights are 4-byte aligned only). */
-static void dense_case(int precision, int B, int IN, int OUT, int with_bias, int shift) {
-    const size_t nx = (size_t)B * IN, nw = (size_t)OUT * IN, ny = (size_t)B * OUT;
-    float *x = xmalloc(nx * sizeof(float)), *w = xmalloc(nw * sizeof(float)), *b = xmalloc(OUT * sizeof(float));
-    float *ax = xmalloc(nx * sizeof(float)), *aw = xmalloc(nw * sizeof(float));
-    float *ref = xmalloc(ny * sizeof(float)), *S = xmalloc(ny * sizeof(float));
-    fill(x, nx, -1.0f, 1.0f);
-    fill(w, nw, -0.05f, 0.05f);
-    fill(b, OUT, -1.0f, 1.0f);
-    for (size_t i = 0; i < nx; i++) ax[i] = fabsf(x[i]);
-    for (size_t i = 0; i < nw; i++) aw[i] = fabsf(w[i]);
-    nc_ref_dense(ref, x, w, with_bias ? b : NULL, B, IN, OUT);
-    nc_ref_dense(S, ax, aw, NULL, B, IN, OUT);
-    float *dx = dev_from(x, nx * sizeof(float)), *dw0, *dw;
-    CU(cudaMalloc((void **)&dw0, (nw + 4) * sizeof(float)));
-    dw = dw0 + shift;
-    CU(cudaMemcpy(dw, w, nw * sizeof(float), cudaMemcpyHostToDevice));
-    float *db = dev_from(b, OUT * sizeof(float)), *dy;
-    CU(cudaMalloc((void **)&dy, ny * sizeof(float)));
-    CU(cudaMemset(dy, 0xFF, ny * sizeof(float)));
+/* The table's entries for versions 9 and 10, and a tuning outside 1..16 refused (before anything runs). */
+static void table_and_arguments(void) {
+    CHECK(nc_cuda_conv_num_versions() >= TC_LAST);
+    CHECK(nc_cuda_conv_version_name(9) && strcmp(nc_cuda_conv_version_name(9), "tc-fp16") == 0);
+    CHECK(nc_cuda_conv_version_name(10) && strcmp(nc_cuda_conv_version_name(10), "tc-bf16") == 0);
+    CHECK(nc_cuda_conv_version_precision(9) == NC_PRECISION_FP16);
+    CHECK(nc_cuda_conv_version_precision(10) == NC_PRECISION_BF16);
+    int n = 0;
+    const nc_conv_tc_tuning *t = nc_conv_tc_tunings(&n);
+    CHECK(n >= 1 && t != NULL);
+    const nc_conv_tc_tuning bad = {0};
+    const nc_conv_epilogue e = {NC_TANH, NC_MAXPOOL, 2, 2};
     nc_error err = {0};
-    const int rc = nc_cuda_dense_tc_forward(precision, dy, dx, dw, with_bias ? db : NULL, B, IN, OUT, stream, &err);
-    if (rc) fprintf(stderr, "dense: %s\n", err.msg);
-    CHECK(rc == NC_OK);
-    float *y = host_from(dy, ny);
-    char what[128];
-    snprintf(what, sizeof what, "dense %s B%d IN%d OUT%d%s w+%d", precision == NC_PRECISION_TF32 ? "tf32" : "3xtf32", B,
-             IN, OUT, with_bias ? " bias" : "", shift);
-    compare(what, &worst_dense[precision], y, ref, S, ny, precision == NC_PRECISION_TF32 ? 1.5e-3 : 1e-5);
-    free(y);
-    CU(cudaFree(dx));
-    CU(cudaFree(dw0));
-    CU(cudaFree(db));
-    CU(cudaFree(dy));
-    free(x), free(ax), free(w), free(aw), free(b), free(ref), free(S);
+    const int rc =
+        nc_conv_launch_tc_tuned(9, &bad, NULL, NULL, NULL, NULL, NULL, NULL, 1, 1, 28, 28, 50, 5, &e, stream, &err);
+    CHECK(rc == NC_ERR_ARG);
+    CHECK_MSG(err, "images_per_block 0");
+    CHECK(nc_conv_launch_tc(6, NULL, NULL, NULL, NULL, NULL, NULL, 1, 1, 28, 28, 50, 5, &e, stream, &err) ==
+          NC_ERR_ARG);
 }
 
 int main(void) {
-    int count = 0;
-    const cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess || count == 0) {
-        printf("SKIP: no CUDA GPU here (cudaGetDeviceCount: %s)\n", e ? cudaGetErrorString(e) : "0 devices");
-        return 77;
-    }
-    CU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    const int start = gpu_test_start();
+    if (start) return start;
+    table_and_arguments();
     const int acts[4] = {-1, NC_TANH, NC_RELU, NC_SIGMOID}, pools[3] = {-1, NC_MAXPOOL, NC_AVGPOOL};
-    for (int v = 7; v <= 8; v++) {
-        for (int a = 0; a < 4; a++)
-            for (int p = 0; p < 3; p++)
-                for (int s = 0; s < 4; s++) {
-                    const int K = rand_int(3, 7);
-                    const int M = rand_int(0, 2) ? rand_int(1, 70) : 16 * rand_int(1, 4);
-                    fused_case(v, rand_int(1, 4), 1, rand_int(K + 1, K + 45), rand_int(K + 1, K + 45), M, K,
-                               rand_int(0, 1), acts[a], pools[p], s);
-                }
-        fused_case(v, 5, 1, 28, 28, 50, 5, 0, NC_TANH, NC_MAXPOOL, 1);  /* the 2017 layer as its network runs it */
-        fused_case(v, 3, 1, 28, 28, 50, 5, 1, NC_TANH, NC_MAXPOOL, 2);  /* with bias, /255 */
-        fused_case(v, 2, 1, 72, 72, 12, 7, 1, NC_TANH, NC_MAXPOOL, 1);  /* 2018 fall */
-        fused_case(v, 2, 1, 27, 29, 200, 3, 1, NC_RELU, NC_MAXPOOL, 0); /* M in 13 tiles, odd maps */
-        fused_case(v, 2, 3, 30, 30, 16, 5, 1, NC_TANH, NC_MAXPOOL, 0);  /* C > 1: version 6 */
-        fused_case(v, 2, 1, 9, 8, 33, 7, 1, NC_SIGMOID, NC_AVGPOOL, 3); /* a 3 x 2 conv output: one window */
-        fused_case(v, 2, 1, 120, 120, 8, 5, 0, NC_TANH, NC_MAXPOOL, 1); /* output too large to gather: direct */
-        fused_case(v, 1, 1, 160, 160, 4, 3, 0, NC_TANH, NC_MAXPOOL, 1); /* 102 KB to stage: version 6 */
-        fused_case(v, 3, 1, 15, 45, 33, 7, 1, NC_TANH, NC_MAXPOOL, 0);  /* W beyond the last column group */
-    }
+    for (int a = 0; a < 4; a++)
+        for (int p = 0; p < 3; p++)
+            for (int s = 0; s < 4; s++) {
+                const int K = rand_int(3, 7);
+                const int M = rand_int(0, 2) ? rand_int(1, 70) : 16 * rand_int(1, 4);
+                fused_case(rand_int(1, 4), 1, rand_int(K + 1, K + 45), rand_int(K + 1, K + 45), M, K, rand_int(0, 1),
+                           acts[a], pools[p], s, 0);
+            }
+    fused_case(5, 1, 28, 28, 50, 5, 0, NC_TANH, NC_MAXPOOL, 1, 0);  /* the 2017 layer as its network runs it */
+    fused_case(3, 1, 28, 28, 50, 5, 1, NC_TANH, NC_MAXPOOL, 2, 0);  /* with bias, /255 */
+    fused_case(2, 1, 72, 72, 12, 7, 1, NC_TANH, NC_MAXPOOL, 1, 0);  /* 2018 fall */
+    fused_case(2, 1, 27, 29, 200, 3, 1, NC_RELU, NC_MAXPOOL, 0, 0); /* M in 13 tiles, odd maps */
+    fused_case(2, 3, 30, 30, 16, 5, 1, NC_TANH, NC_MAXPOOL, 0, 0);  /* C > 1: version 6 */
+    fused_case(2, 1, 9, 8, 33, 7, 1, NC_SIGMOID, NC_AVGPOOL, 3, 0); /* a 3 x 2 conv output: one window */
+    fused_case(2, 1, 120, 120, 8, 5, 0, NC_TANH, NC_MAXPOOL, 1, 0); /* a large image: one block an SM for floats */
+    fused_case(1, 1, 160, 160, 4, 3, 0, NC_TANH, NC_MAXPOOL, 1, 0); /* 308 KB for a float image: version 6 */
+    fused_case(3, 1, 15, 45, 33, 7, 1, NC_TANH, NC_MAXPOOL, 0, 0);  /* W beyond the last column group */
+    fused_case(3, 1, 28, 28, 50, 5, 1, NC_TANH, NC_MAXPOOL, 1, 1);  /* pixels not 4-byte aligned: version 6 */
+    fused_case(3, 1, 28, 28, 50, 5, 1, NC_TANH, NC_MAXPOOL, 3, 4);  /* 4-byte but not 16-byte aligned: tc */
+    /* Batches of many images a block (an H100 holds ~130 x 4..16 blocks): several groups each, the last one short,
+     * the next group's copy in flight, images starting inside a 4-byte word (H W odd), the batch ending inside one. */
+    fused_case(19999, 1, 11, 9, 20, 3, 1, NC_TANH, NC_MAXPOOL, 3, 0);
+    fused_case(9001, 1, 10, 13, 40, 4, 1, NC_RELU, NC_AVGPOOL, 0, 0);
+    fused_case(12345, 1, 9, 10, 7, 5, 0, NC_SIGMOID, -1, 2, 0);
+    fused_case(2001, 1, 28, 28, 50, 5, 1, NC_TANH, NC_MAXPOOL, 1, 0); /* the 2017 layer, ~4 images a block */
     for (int rep = 0; rep < 6; rep++) {
         const int K = rand_int(3, 7);
         alone_case(rand_int(1, 3), rep < 4 ? 1 : rand_int(2, 5), rand_int(K, K + 40), rand_int(K, K + 40),
                    rand_int(1, 40), K);
     }
-    for (int pr = NC_PRECISION_TF32; pr <= NC_PRECISION_3XTF32; pr++) {
-        dense_case(pr, 300, 7200, 500, 1, 2); /* the 2017 dense layer, 300 images, its weights 8-byte aligned */
-        dense_case(pr, 300, 7200, 500, 1, 0); /* 16-byte copies */
-        dense_case(pr, 129, 500, 10, 1, 2);
-        dense_case(pr, 1000, 32, 10, 0, 0);
-        dense_case(pr, rand_int(1, 300), 4 * rand_int(1, 100), rand_int(1, 300), 1, 0);
-        dense_case(pr, 77, 141, 33, 1, 1); /* 4-byte copies */
-    }
-    printf("largest |gpu - ref| / sum|w x|: conv v7 tf32 %.3g, v8 3xtf32 %.3g; dense tf32 %.3g, 3xtf32 %.3g\n",
-           worst_conv[7], worst_conv[8], worst_dense[NC_PRECISION_TF32], worst_dense[NC_PRECISION_3XTF32]);
+    alone_case(3001, 1, 14, 15, 24, 5); /* float input through the pipeline */
+    printf("largest |gpu - ref| / sum|w x|: conv v7 tf32 %.3g, v8 3xtf32 %.3g, v9 fp16 %.3g, v10 bf16 %.3g\n",
+           worst_conv[7], worst_conv[8], worst_conv[9], worst_conv[10]);
     CU(cudaStreamDestroy(stream));
     return nc_test_done("test_conv_tc");
 }

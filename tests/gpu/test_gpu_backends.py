@@ -33,16 +33,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import ncpy  # noqa: E402
 
 exe = ncpy.nanoconv()
-version = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
-backends = version.split("backends:")[-1].split()
-if "cuda" not in backends:
-    ncpy.skip(f"nanoconv was built without the cuda backend ({version.strip()!r})")
-try:
-    gpu = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
-    if gpu.returncode != 0 or "GPU" not in gpu.stdout:
-        ncpy.skip(f"no GPU here (nvidia-smi -L: {gpu.stdout.strip() or gpu.stderr.strip()})")
-except FileNotFoundError:
-    ncpy.skip("no GPU here (no nvidia-smi)")
+backends = ncpy.require_gpu()
 data = ncpy.data_dir()
 images = os.path.join(data, "t10k-images-idx3-ubyte.gz")
 labels = os.path.join(data, "t10k-labels-idx1-ubyte.gz")
@@ -141,7 +132,10 @@ for name, inp, layers in ARCHS:
 
 # The training split: 60000 images, more than one chunk with --chunk, the same answer on both GPU backends.
 model = os.path.join(tmp, "fashion-2017.safetensors")
-if os.path.exists(model):
+if not os.path.exists(os.path.join(data, "train-images-idx3-ubyte.gz")):
+    # The device machine gets the data as files carried with the tree, and the training split (26 MB) may not be.
+    print(f"SKIP (part): no training split in {data}: eval --split train not checked")
+elif os.path.exists(model):
     lines = {}
     for b, extra in [(b, ()) for b in gpu_backends] + [("cuda", ("--chunk", "7777"))]:
         p, secs = run(["eval", "--model", model, "--split", "train", "--backend", b, *extra])

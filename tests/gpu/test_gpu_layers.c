@@ -35,7 +35,9 @@ int main(void) {
 #include "gpu/gpu_test.h"
 
 /* A device copy of n floats. */
-static float *dev_floats(const float *h, size_t n) { return dev_from(h, n * sizeof(float)); }
+static float *dev_floats(const float *h, size_t n) {
+    return dev_from(h, n * sizeof(float));
+}
 
 /* A device buffer of n floats, every one NaN (all bits set). */
 static float *dev_poisoned(size_t n) {
@@ -44,7 +46,6 @@ static float *dev_poisoned(size_t n) {
     CU(cudaMemset(d, 0xFF, (n ? n : 1) * sizeof(float)));
     return d;
 }
-
 
 /* Compares n outputs with the reference; prints the first mismatches and the largest error. */
 static void test_conv_case(int B, int C, int H, int W, int M, int K, int with_bias) {
@@ -165,7 +166,12 @@ static void test_pool(void) {
     CHECK(nc_cuda_pool_forward(NC_TANH, NULL, NULL, 1, 1, 4, 4, 2, 2, stream, &err) == NC_ERR_ARG);
 }
 
-static void test_dense_case(int B, int IN, int OUT, int with_bias) {
+/* Guard floats around each dense output: a write outside y (a tile's padding rows or columns) changes them. */
+#define DENSE_GUARD 64
+
+/* x (B, IN), w (OUT, IN) and y (B, OUT) at xoff, woff and yoff floats past their allocation's start (1..3 make
+ * them unaligned for float4), y and its guards poisoned with NaN; every output against nc_ref_dense. */
+static void test_dense_at(int B, int IN, int OUT, int with_bias, int xoff, int woff, int yoff) {
     const size_t nx = (size_t)B * IN, nw = (size_t)OUT * IN, ny = (size_t)B * OUT;
     float *x = xmalloc(nx * sizeof(float)), *w = xmalloc(nw * sizeof(float)), *b = xmalloc(OUT * sizeof(float));
     float *ref = xmalloc(ny * sizeof(float));
@@ -174,13 +180,26 @@ static void test_dense_case(int B, int IN, int OUT, int with_bias) {
     fill(w, nw, -bound, bound);
     fill(b, OUT, -1.0f, 1.0f);
     nc_ref_dense(ref, x, w, with_bias ? b : NULL, B, IN, OUT);
-    float *dx = dev_floats(x, nx), *dw = dev_floats(w, nw), *db = dev_floats(b, OUT), *dy = dev_poisoned(ny);
+    float *dx = dev_poisoned(nx + xoff), *dw = dev_poisoned(nw + woff), *db = dev_floats(b, OUT);
+    float *dy = dev_poisoned(ny + yoff + 2 * DENSE_GUARD);
+    CU(cudaMemcpy(dx + xoff, x, nx * sizeof(float), cudaMemcpyHostToDevice));
+    CU(cudaMemcpy(dw + woff, w, nw * sizeof(float), cudaMemcpyHostToDevice));
+    float *y0 = dy + yoff + DENSE_GUARD;
     nc_error err = {0};
-    check_rc(nc_cuda_dense_forward(dy, dx, dw, with_bias ? db : NULL, B, IN, OUT, stream, &err), &err, "dense");
-    float *y = host_from(dy, ny);
-    char what[96];
-    snprintf(what, sizeof what, "dense B%d IN%d OUT%d%s", B, IN, OUT, with_bias ? " bias" : "");
+    check_rc(nc_cuda_dense_forward(y0, dx + xoff, dw + woff, with_bias ? db : NULL, B, IN, OUT, stream, &err), &err,
+             "dense");
+    float *y = host_from(y0, ny);
+    char what[128];
+    snprintf(what, sizeof what, "dense B%d IN%d OUT%d%s offsets x%d w%d y%d", B, IN, OUT, with_bias ? " bias" : "",
+             xoff, woff, yoff);
     check_close(what, y, ref, ny, 1e-4, 1e-4);
+    uint32_t guard[2][DENSE_GUARD];
+    CU(cudaMemcpy(guard[0], y0 - DENSE_GUARD, sizeof guard[0], cudaMemcpyDeviceToHost));
+    CU(cudaMemcpy(guard[1], y0 + ny, sizeof guard[1], cudaMemcpyDeviceToHost));
+    int kept = 1;
+    for (int i = 0; i < DENSE_GUARD; i++) kept &= guard[0][i] == 0xFFFFFFFFu && guard[1][i] == 0xFFFFFFFFu;
+    if (!kept) fprintf(stderr, "%s: wrote outside y\n", what);
+    CHECK(kept);
     free(y);
     CU(cudaFree(dx));
     CU(cudaFree(dw));
@@ -192,12 +211,115 @@ static void test_dense_case(int B, int IN, int OUT, int with_bias) {
     free(ref);
 }
 
+static void test_dense_case(int B, int IN, int OUT, int with_bias) {
+    test_dense_at(B, IN, OUT, with_bias, 0, 0, 0);
+}
+
+/* Rows [r0, r0 + n) of y (n, OUT) against nc_ref_dense row by row; x is (>= r0 + n, IN). */
+static void check_dense_rows(const char *what, const float *y, const float *x, const float *w, const float *b, int r0,
+                             int n, int IN, int OUT) {
+    float *ref = xmalloc((size_t)OUT * sizeof(float));
+    for (int r = 0; r < n; r++) {
+        nc_ref_dense(ref, x + (size_t)(r0 + r) * IN, w, b, 1, IN, OUT);
+        check_close(what, y + (size_t)r * OUT, ref, (size_t)OUT, 1e-4, 1e-4);
+    }
+    free(ref);
+}
+
+/* The 2017 layer (B 10000, IN 7200, OUT 500), whole and in pieces: a row's bits must not depend on B, on where the
+ * piece starts, or on which kernel the launcher picks for it (big tiles, the small tiles of the remainder, the
+ * one-row-a-thread kernel of B <= 4). A sample of rows is checked against nc_ref_dense too (all of them would
+ * take the CPU minutes). */
+static void test_dense_rows_independent(void) {
+    const int B = 10000, IN = 7200, OUT = 500;
+    const size_t nx = (size_t)B * IN, nw = (size_t)OUT * IN, ny = (size_t)B * OUT;
+    float *x = xmalloc(nx * sizeof(float)), *w = xmalloc(nw * sizeof(float)), *b = xmalloc(OUT * sizeof(float));
+    fill(x, nx, -1.0f, 1.0f);
+    fill(w, nw, -1.0f / sqrtf((float)IN), 1.0f / sqrtf((float)IN));
+    fill(b, OUT, -1.0f, 1.0f);
+    float *dx = dev_floats(x, nx), *dw = dev_floats(w, nw), *db = dev_floats(b, OUT);
+    float *dall = dev_poisoned(ny), *dpart = dev_poisoned(ny);
+    for (int with_bias = 0; with_bias < 2; with_bias++) {
+        const float *bb = with_bias ? db : NULL;
+        nc_error err = {0};
+        CU(cudaMemset(dall, 0xFF, ny * sizeof(float)));
+        check_rc(nc_cuda_dense_forward(dall, dx, dw, bb, B, IN, OUT, stream, &err), &err, "dense 2017 whole");
+        float *all = host_from(dall, ny);
+        char what[96];
+        snprintf(what, sizeof what, "dense 2017 whole%s", with_bias ? " bias" : "");
+        for (int r = 0; r < B; r += 97)
+            check_dense_rows(what, all + (size_t)r * OUT, x, w, with_bias ? b : NULL, r, 1, IN, OUT);
+        check_dense_rows(what, all + (size_t)(B - 3) * OUT, x, w, with_bias ? b : NULL, B - 3, 3, IN, OUT);
+        /* Pieces {first row, rows}: halves (big tiles alone), pieces across tile boundaries for the small tiles,
+         * and B <= 4 for the row kernel. */
+        const int pieces[][2] = {{0, 4999}, {4999, 5001}, {0, 1},      {1, 1},      {129, 3},
+                                 {130, 4},  {9993, 7},    {1000, 129}, {3333, 2500}};
+        for (size_t p = 0; p < sizeof pieces / sizeof pieces[0]; p++) {
+            const int r0 = pieces[p][0], n = pieces[p][1];
+            CU(cudaMemset(dpart, 0xFF, ny * sizeof(float)));
+            check_rc(nc_cuda_dense_forward(dpart, dx + (size_t)r0 * IN, dw, bb, n, IN, OUT, stream, &err), &err,
+                     "dense 2017 piece");
+            float *part = host_from(dpart, (size_t)n * OUT);
+            const int same = memcmp(part, all + (size_t)r0 * OUT, (size_t)n * OUT * sizeof(float)) == 0;
+            if (!same)
+                fprintf(stderr, "dense 2017%s: rows %d..%d alone differ from the whole batch's bits\n",
+                        with_bias ? " bias" : "", r0, r0 + n - 1);
+            CHECK(same);
+            free(part);
+        }
+        free(all);
+    }
+    CU(cudaFree(dx));
+    CU(cudaFree(dw));
+    CU(cudaFree(db));
+    CU(cudaFree(dall));
+    CU(cudaFree(dpart));
+    free(x);
+    free(w);
+    free(b);
+}
+
+/* Every kernel nc_cuda_dense_forward picks (B <= 4: a thread an output; OUT <= 16: narrow tiles; big tiles for
+ * whole waves of large B, 128 columns where OUT pads no more than with 64, else 64; small tiles for the rest),
+ * each with 16-byte loads (IN % 4 == 0, aligned) and scalar ones, and every tail of IN, OUT and B. */
 static void test_dense(void) {
     for (int rep = 0; rep < 12; rep++)
         test_dense_case(rand_int(1, 200), rand_int(1, 1200), rand_int(1, 300), rep % 3 != 0);
     test_dense_case(64, 64, 64, 1);           /* exact tiles */
     test_dense_case(257, 2000, 10, 1);        /* a final layer */
     test_dense_case(65535 * 64 + 3, 1, 1, 1); /* more than 65535 tiles of images: the launcher's slices */
+    const int ins[] = {7200, 500, 33, 1}, outs[] = {500, 10, 1, 129}, bs[] = {1, 4, 7, 128, 129};
+    for (size_t i = 0; i < sizeof ins / sizeof ins[0]; i++)
+        for (size_t o = 0; o < sizeof outs / sizeof outs[0]; o++)
+            for (size_t j = 0; j < sizeof bs / sizeof bs[0]; j++)
+                test_dense_case(bs[j], ins[i], outs[o], (i + o + j) % 2);
+    /* B 10000 (on an H100): big tiles for whole waves and small tiles for the rest (OUT 500), small tiles alone
+     * (OUT 129, 160), narrow tiles (OUT 10, 1). B 30000 x OUT 160: 64-column big tiles and small ones after them;
+     * B 60000 x OUT 140: 64-column big tiles alone. */
+    /* NC_GPU_TEST_QUICK=1 (tools/gpu_suite.sh, under compute-sanitizer's racecheck, which follows every shared
+     * memory access) keeps the large batches to small IN: every kernel still runs, on a few GFLOP instead of 170. */
+    const char *quick_env = getenv("NC_GPU_TEST_QUICK");
+    const int quick = quick_env && *quick_env == '1';
+    const int big_outs[] = {500, 10, 1, 129, 160};
+    for (size_t o = 0; o < sizeof big_outs / sizeof big_outs[0]; o++) {
+        test_dense_case(10000, 33, big_outs[o], 1);
+        if (!quick) test_dense_case(10000, 500, big_outs[o], (int)o % 2);
+        test_dense_case(10000, 1, big_outs[o], 1);
+        test_dense_case(10000, 32, big_outs[o], 0); /* the 16-byte loads */
+    }
+    test_dense_case(30000, 36, 160, 1);
+    test_dense_case(60000, 32, 140, 1);
+    /* Unaligned x, w and y: the scalar loads (and the vector ones again with only y moved). */
+    const int big_in = quick ? 32 : 500;
+    for (int off = 1; off <= 3; off++) {
+        test_dense_at(10000, big_in, 500, 1, off, 0, 0);
+        test_dense_at(10000, big_in, 500, 0, 0, off, off);
+        test_dense_at(129, 7200, 129, 1, off, off, 0);
+        test_dense_at(3, 500, 500, 1, off, off, off);
+        test_dense_at(200, 32, 10, 1, off, 0, 0);
+    }
+    test_dense_at(10000, big_in, 500, 1, 0, 0, 1);
+    if (!quick) test_dense_rows_independent();
 }
 
 static void test_softmax_argmax(void) {
@@ -402,16 +524,8 @@ static void test_errors(void) {
 }
 
 int main(void) {
-    int count = 0;
-    const cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess || count == 0) {
-        printf("SKIP: no CUDA GPU here (cudaGetDeviceCount: %s)\n", e ? cudaGetErrorString(e) : "0 devices");
-        return 77;
-    }
-    /* A blocking stream: the harness's cudaMemcpy and cudaMemset run on the legacy default stream, and a
-     * pageable host-to-device cudaMemcpy may return before its data lands; a blocking stream's kernels wait
-     * for that stream's earlier work, a non-blocking one's do not. */
-    CU(cudaStreamCreate(&stream));
+    const int start = gpu_test_start();
+    if (start) return start;
     test_conv();
     test_activations();
     test_pool();

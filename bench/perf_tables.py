@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Markdown tables for docs/PERFORMANCE.md from the JSON of `nanoconv bench --backend cuda`.
+
+    python3 bench/perf_tables.py BENCH.json [CHECK.json] [--layer 'fashion-2017-high c0']
+
+Prints, from one run (every figure a median the bench measured, every floor from rates measured in the same run):
+  1. the ladder on one layer (default: the 2017 layer): every version, unfused and fused, at each N;
+  2. every convolution layer of the zoo at the largest N: cuDNN, the best exact version, the best of each precision;
+  3. every dense layer at the largest N: our GEMMs and cuBLAS;
+  4. the whole networks at the largest N, on cuda at each precision and on cudnn;
+  5. the prediction check (CHECK.json, from `--check-only`): differing predictions per version and model.
+"""
+import argparse
+import collections
+import json
+
+
+def fmt(x, d=3):
+    return f"{x:.{d}f}"
+
+
+def ladder(rows, layer, ns):
+    print(f"| version | precision | " + " | ".join(f"N={n} ms" for n in ns) +
+          " | GFLOP/s | GB/s | share of floor | × cuDNN fp32 |")
+    print("|---|---|" + "---:|" * (len(ns) + 4))
+    by = collections.OrderedDict()
+    for r in rows:
+        if r["shape"].startswith(layer):
+            # cuDNN's rows by precision: its algorithm may change with N (the largest N's is named).
+            key = " ".join(r["version"].split()[:2]) if r["version_number"] == 0 else r["version"]
+            by.setdefault((key, r["fused"]), {})[r["N"]] = r
+    for (name, fused), per_n in by.items():
+        big = per_n[max(per_n)]
+        label = big["version"] + (" fused" if fused and "fused" not in big["version"] else "")
+        print(f"| {label} | {big['precision']} | " + " | ".join(fmt(per_n[n]["ms"], 4) if n in per_n else "—" for n in ns) +
+              f" | {big['gflops']:.0f} | {big['gbs']:.0f} | {100 * big['floor_share']:.1f}% | {big['vs_cudnn_fp32']:.2f} |")
+
+
+def zoo_layers(rows, n, versions):
+    exact_versions = {v["version"] for v in versions if v["precision"] == "fp32"}
+    print("| layer (N = %d) | cuDNN fp32 (ms) | best exact fp32 (ms) | share of floor | × cuDNN | best exact fused "
+          "(ms) | × cuDNN | best fp16/bf16 fused (ms) | × cuDNN |" % n)
+    print("|---|---:|---|---:|---:|---|---:|---|---:|")
+    shapes = collections.OrderedDict()
+    for r in rows:
+        if r["N"] == n:
+            shapes.setdefault(r["shape"], []).append(r)
+    for shape, rs in shapes.items():
+        cudnn = next((r for r in rs if r["version"].startswith("cudnn fp32")), None)
+        exact = [r for r in rs if r["version_number"] in exact_versions]
+        unf = min((r for r in exact if not r["fused"]), key=lambda r: r["ms"], default=None)
+        fus = min((r for r in exact if r["fused"]), key=lambda r: r["ms"], default=None)
+        half = min((r for r in rs if r["fused"] and r["precision"] in ("fp16", "bf16")), key=lambda r: r["ms"],
+                   default=None)
+        c = cudnn["ms"] if cudnn else float("nan")
+
+        def cell(r):
+            return (f"v{r['version_number']} {r['version_name']}: {fmt(r['ms'])}", f"{c / r['ms']:.2f}") if r else ("—", "—")
+        u, f, h = cell(unf), cell(fus), cell(half)
+        share = f"{100 * unf['floor_share']:.0f}%" if unf else "—"
+        print(f"| {shape} | {fmt(c)} | {u[0]} | {share} | {u[1]} | {f[0]} | {f[1]} | {h[0]} | {h[1]} |")
+
+
+def dense(rows, n):
+    print("| layer (N = %d) | implementation | precision | ms | TFLOP/s | share of its peak | × cuBLAS fp32 |" % n)
+    print("|---|---|---|---:|---:|---:|---:|")
+    for r in rows:
+        if r["N"] == n and r["flops"] >= 1e9:
+            print(f"| {r['model']} d{r['layer']} {r['IN']}x{r['OUT']} | {r['impl']} | {r['precision']} | "
+                  f"{fmt(r['ms'])} | {r['gflops'] / 1e3:.1f} | {100 * r['floor_share']:.0f}% | {r['vs_cublas_fp32']:.2f} |")
+
+
+def networks(rows, n):
+    precs = ["fp32", "tf32", "3xtf32", "fp16", "bf16"]
+    print(f"| model (N = {n}) | " + " | ".join(f"cuda {p} (ms)" for p in precs) +
+          " | cudnn (ms) | × cudnn: " + " / ".join(precs) + " | correctness " + " / ".join(precs) + " |")
+    print("|---|" + "---:|" * (len(precs) + 1) + "---|---|")
+    models = collections.OrderedDict()
+    for r in rows:
+        if r["N"] == n:
+            models.setdefault(r["model"], {})[(r["backend"], r["precision"])] = r
+    for m, d in models.items():
+        dnn = d.get(("cudnn", "fp32"))
+        cu = [d.get(("cuda", p)) for p in precs]
+        print(f"| {m} | " + " | ".join(fmt(r["ms"]) if r else "—" for r in cu) +
+              f" | {fmt(dnn['ms']) if dnn else '—'} | " +
+              " / ".join(f"{dnn['ms'] / r['ms']:.2f}" if r and dnn else "—" for r in cu) + " | " +
+              " / ".join(f"{r['correctness']:.4f}" if r else "—" for r in cu) + " |")
+
+
+def checks(rows):
+    models = collections.OrderedDict()
+    for r in rows:
+        models.setdefault(r["model"], {})[r["conv_kernel"]] = r
+    versions = sorted({r["conv_kernel"] for r in rows})
+    print("| model | " + " | ".join(f"v{v}" for v in versions) + " |")
+    print("|---|" + "---:|" * len(versions))
+    for m, d in models.items():
+        print(f"| {m} | " + " | ".join(str(d[v]["differ_from_cpu_ref"]) if v in d else "—" for v in versions) + " |")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("bench")
+    ap.add_argument("check", nargs="?")
+    ap.add_argument("--layer", default="fashion-2017-high c0")
+    a = ap.parse_args()
+    b = json.load(open(a.bench))
+    n = max(b["ns"])
+    print(f"<!-- {b['device']} ; floors {b['floors']} -->\n")
+    ladder(b["layers"], a.layer, b["ns"])
+    print()
+    zoo_layers(b["layers"], n, b["versions"])
+    print()
+    dense(b["dense"], n)
+    print()
+    networks(b["networks"], n)
+    if a.check:
+        print()
+        checks(json.load(open(a.check))["checks"])
+
+
+if __name__ == "__main__":
+    main()

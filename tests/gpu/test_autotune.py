@@ -1,0 +1,120 @@
+"""The cuda backend's default convolution: the fastest exact version per layer shape, cached.
+
+With NANOCONV_CACHE_DIR set to a fresh folder, checks that
+  - the first `eval --backend cuda` (no --conv-kernel) writes conv-kernels.json with one entry per conv layer of
+    the model, each naming an exact, reproducible version (1..6 or 11) with the times it measured, and the Op Time notes say
+    "auto vN" with the cached version;
+  - its predictions equal cpu-ref's on 2000 test images (every exact version must);
+  - a cache entry edited to another exact version is obeyed (the note says so): the cache is read, not only
+    written;
+  - an entry naming a reduced-precision version (7) or the atomic one (12, not reproducible) is not obeyed but
+    measured again and overwritten;
+  - a corrupt cache file does not fail the run and is rewritten as valid JSON;
+  - NANOCONV_CACHE_DIR=off writes nothing.
+Skips (77) where nanoconv was built without cuda or there is no GPU.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import ncpy  # noqa: E402
+
+exe = ncpy.nanoconv()
+backends = ncpy.require_gpu()
+data = ncpy.data_dir()
+if not os.path.exists(os.path.join(data, "t10k-images-idx3-ubyte.gz")):
+    ncpy.skip(f"no Fashion-MNIST data in {data}; set NANOCONV_DATA")
+
+src = os.environ.get("NANOCONV_SRC", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+MODEL = os.path.join(src, "models", "fashion-2019-spring.safetensors")  # two conv layers, C = 1 and C = 6
+N = "2000"
+EXACT = [1, 2, 3, 4, 5, 6, 11]  # exact fp32 and reproducible: what the default may pick
+c = ncpy.Checker("test_autotune")
+
+
+def run(args, cache):
+    env = dict(os.environ, NANOCONV_CACHE_DIR=cache)
+    return subprocess.run([exe] + args, capture_output=True, text=True, env=env)
+
+
+def eval_notes(cache):
+    p = run(["eval", "--model", MODEL, "--backend", "cuda", "-n", N, "--json"], cache)
+    if p.returncode != 0:
+        print(p.stdout, p.stderr)
+        return None, p
+    return json.loads(p.stdout)["op_notes"], p
+
+
+def predictions(backend, cache):
+    p = run(["predict", "--model", MODEL, "--backend", backend, "-n", N, "--json",
+             "--images", os.path.join(data, "t10k-images-idx3-ubyte.gz"),
+             "--labels", os.path.join(data, "t10k-labels-idx1-ubyte.gz")], cache)
+    if p.returncode != 0:
+        print(p.stdout, p.stderr)
+        return None
+    return json.loads(p.stdout)["predictions"]
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    cache = os.path.join(tmp, "cache")
+    path = os.path.join(cache, "conv-kernels.json")
+    notes, p = eval_notes(cache)
+    c.check(notes is not None, f"first eval ran (rc {p.returncode}: {p.stderr.strip()})")
+    c.check(os.path.exists(path), "the first eval wrote the cache")
+    entries = json.load(open(path)) if os.path.exists(path) else {}
+    c.check(len(entries) == 2, f"one cache entry per conv layer (got {len(entries)}: {list(entries)})")
+    for key, e in entries.items():
+        c.check(e.get("version") in EXACT, f"{key}: an exact version, got {e.get('version')}")
+        times = e.get("ms", {})
+        c.check(str(e.get("version")) in times and all(t > 0 for t in times.values()),
+                f"{key}: measured times, the chosen one among them ({times})")
+        c.check(min(times, key=times.get) == str(e.get("version")), f"{key}: the chosen version is the fastest")
+    if notes:
+        picked = sorted(int(m) for n in notes for m in re.findall(r"auto v(\d+)", n))
+        c.check(len(picked) == 2, f"both conv notes name their auto version ({notes})")
+        c.check(picked == sorted(e["version"] for e in entries.values()), f"notes {notes} match the cache")
+
+    ref = predictions("cpu-ref", cache)
+    got = predictions("cuda", cache)
+    c.check(ref is not None and got is not None and ref == got,
+            "cuda (auto versions) predicts as cpu-ref on %s images" % N)
+
+    # Edit every entry to version 4: the run must obey.
+    for e in entries.values():
+        e["version"] = 4
+    json.dump(entries, open(path, "w"))
+    notes, p = eval_notes(cache)
+    c.check(notes is not None and sum("auto v4" in n for n in notes) == 2, f"an edited cache is obeyed ({notes})")
+
+    # A reduced-precision version, or the atomic one, in the cache is not trusted.
+    for bad in (7, 12):
+        for e in entries.values():
+            e["version"] = bad
+        json.dump(entries, open(path, "w"))
+        notes, p = eval_notes(cache)
+        after = json.load(open(path))
+        c.check(notes is not None and not any(f"auto v{bad}" in n for n in notes),
+                f"version {bad} from the cache refused ({notes})")
+        c.check(all(e.get("version") in EXACT for e in after.values()), f"... and re-measured into the cache ({bad})")
+
+    # A corrupt cache is measured over.
+    with open(path, "w") as f:
+        f.write("{ not json")
+    notes, p = eval_notes(cache)
+    c.check(notes is not None, f"a corrupt cache does not fail the run (rc {p.returncode}: {p.stderr.strip()})")
+    try:
+        c.check(len(json.load(open(path))) == 2, "the corrupt cache was rewritten")
+    except ValueError as e:
+        c.check(False, f"the corrupt cache was rewritten ({e})")
+
+    # Caching off.
+    off_dir = os.path.join(tmp, "off")
+    p = run(["eval", "--model", MODEL, "--backend", "cuda", "-n", "100"], "off")
+    c.check(p.returncode == 0 and not os.path.exists(off_dir) and not os.path.exists(os.path.join(os.getcwd(), "off")),
+            "NANOCONV_CACHE_DIR=off runs and writes nothing")
+
+c.finish()

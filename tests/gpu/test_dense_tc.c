@@ -1,0 +1,271 @@
+/*
+ * dense_tc.cu's GEMM at every precision against nc_ref_dense, and gpu_plan.cu's chunk loop in pieces against one
+ * piece. Skips (77) where the build has no CUDA or the machine no GPU.
+ *
+ * GEMM: random shapes around the zoo's dense layers (IN 7200/500/160/140/32, OUT 500/160/140/32/10), B not a
+ * multiple of the 128-row tile, IN not a multiple of the 32-wide k slice, x and w at 16-, 8- and 4-byte alignment
+ * (x's 16- and 4-byte load paths; 3xtf32's 16-, 8- and 4-byte copies), with and without bias; outputs poisoned
+ * with NaN before each run. Weights prepared once (nc_cuda_dense_tc_prepare, then
+ * nc_cuda_dense_tc_forward_prepared) must give the plain forward's bits.
+ * Tolerance, per output: |gpu - ref| <= tol S + 1e-5 (1 + |ref|), S = sum_k |x_k w_k|. Rounding both operands of a
+ * product to a p-bit significand (unit roundoff u = 2^-p) moves it by at most (2u + u^2) of its magnitude, so the
+ * sum by at most ~2u S, plus fp32's own summation: tf32 and fp16 (11-bit significands) 2^-10 ~ 9.8e-4, tol 1.5e-3;
+ * bf16 (8 bits) 2^-7 ~ 7.8e-3, tol 1.2e-2; 3xtf32 leaves ~2^-22 a product, tol 1e-5. The errors seen must also
+ * rank as the formats do (bf16's largest well above fp16's, 3xtf32's well below tf32's), so that a precision
+ * quietly running as another fails. A row of y must not depend on B (the chunk loop's pieces rely on it): the
+ * first rows of a run on fewer images are compared bit for bit.
+ *
+ * Pieces: nc_gpu_run on a chunk of >= 2 * NC_GPU_PIECE_MIN images calls the forward once a piece (logged here),
+ * and its predictions and logits are bit for bit those of chunks small enough to run whole; through a session on
+ * the cuda backend too (a conv model, fp32 and tf32), where Op Time must be positive.
+ */
+#ifndef NC_HAVE_CUDA
+#include <stdio.h>
+int main(void) {
+    printf("SKIP: nanoconv was built without CUDA (no nvcc found at configure time)\n");
+    return 77;
+}
+#else
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "core/backend.h"
+#include "core/model.h"
+#include "cpu/ref.h"
+#include "cuda/cuda_layers.h"
+#include "cuda/gpu_plan.h"
+#include "nc_test.h"
+
+#define GPU_TEST_SEED 0xD1B54A32D192ED03ull
+#include "gpu/gpu_test.h"
+
+static const char *const names[] = {"fp32", "tf32", "3xtf32", "fp16", "bf16"};
+static double worst[NC_PRECISION_COUNT]; /* by precision: the largest |gpu - ref| / S */
+
+static double tol_of(int precision) {
+    switch (precision) {
+    case NC_PRECISION_3XTF32: return 1e-5;
+    case NC_PRECISION_BF16: return 1.2e-2;
+    default: return 1.5e-3; /* tf32, fp16 */
+    }
+}
+
+/* out against ref within tol_of(precision) S + 1e-5 (1 + |ref|); keeps the largest error / S in worst[precision]. */
+static void compare(const char *what, int precision, const float *out, const float *ref, const float *S, size_t n) {
+    check_scaled(what, &worst[precision], out, ref, S, n, tol_of(precision));
+}
+
+/* y (B, OUT) at `precision` on the device copies; NaN-poisoned first. */
+static float *run_dense(int precision, const float *dx, const float *dw, const float *db, int B, int IN, int OUT) {
+    float *dy;
+    const size_t ny = (size_t)B * OUT;
+    CU(cudaMalloc((void **)&dy, ny * sizeof(float)));
+    CU(cudaMemset(dy, 0xFF, ny * sizeof(float)));
+    nc_error err = {0};
+    check_rc(nc_cuda_dense_tc_forward(precision, dy, dx, dw, db, B, IN, OUT, stream, &err), &err, "dense_tc");
+    float *y = host_from(dy, ny);
+    CU(cudaFree(dy));
+    return y;
+}
+
+/* y (B, OUT) at `precision` on weights prepared once; NaN-poisoned first. */
+static float *run_prepared(int precision, const float *dx, const float *dw, const float *db, int B, int IN, int OUT) {
+    float *dy;
+    void *wp;
+    const size_t ny = (size_t)B * OUT, bytes = nc_cuda_dense_tc_prepared_size(precision, IN, OUT);
+    CU(cudaMalloc((void **)&dy, ny * sizeof(float)));
+    CU(cudaMalloc(&wp, bytes));
+    CU(cudaMemset(dy, 0xFF, ny * sizeof(float)));
+    nc_error err = {0};
+    check_rc(nc_cuda_dense_tc_prepare(precision, wp, dw, IN, OUT, stream, &err), &err, "dense_tc_prepare");
+    check_rc(nc_cuda_dense_tc_forward_prepared(precision, dy, dx, wp, db, B, IN, OUT, stream, &err), &err,
+             "dense_tc_forward_prepared");
+    float *y = host_from(dy, ny);
+    CU(cudaFree(dy));
+    CU(cudaFree(wp));
+    return y;
+}
+
+/* One shape at every reduced precision. sx, sw: x and w start that many floats into their allocations (1 or 3:
+ * 4-byte aligned, 2: 8-byte, 0: 16-byte). */
+static void dense_shape(int B, int IN, int OUT, int with_bias, int sx, int sw) {
+    const size_t nx = (size_t)B * IN, nw = (size_t)OUT * IN, ny = (size_t)B * OUT;
+    float *x = xmalloc(nx * sizeof(float)), *w = xmalloc(nw * sizeof(float)), *b = xmalloc(OUT * sizeof(float));
+    float *ax = xmalloc(nx * sizeof(float)), *aw = xmalloc(nw * sizeof(float));
+    float *ref = xmalloc(ny * sizeof(float)), *S = xmalloc(ny * sizeof(float));
+    fill(x, nx, -1.0f, 1.0f);
+    fill(w, nw, -0.05f, 0.05f);
+    fill(b, OUT, -1.0f, 1.0f);
+    for (size_t i = 0; i < nx; i++) ax[i] = fabsf(x[i]);
+    for (size_t i = 0; i < nw; i++) aw[i] = fabsf(w[i]);
+    nc_ref_dense(ref, x, w, with_bias ? b : NULL, B, IN, OUT);
+    nc_ref_dense(S, ax, aw, NULL, B, IN, OUT);
+    float *dx0, *dw0, *db = dev_from(b, OUT * sizeof(float));
+    CU(cudaMalloc((void **)&dx0, (nx + 4) * sizeof(float)));
+    CU(cudaMalloc((void **)&dw0, (nw + 4) * sizeof(float)));
+    CU(cudaMemcpy(dx0 + sx, x, nx * sizeof(float), cudaMemcpyHostToDevice));
+    CU(cudaMemcpy(dw0 + sw, w, nw * sizeof(float), cudaMemcpyHostToDevice));
+    const int few = B > 1 ? B / 2 + 1 : 1; /* fewer images: rows 0 .. few-1 must come out the same */
+    for (int pr = NC_PRECISION_TF32; pr < NC_PRECISION_COUNT; pr++) {
+        char what[160];
+        snprintf(what, sizeof what, "dense %s B%d IN%d OUT%d%s x+%d w+%d", names[pr], B, IN, OUT,
+                 with_bias ? " bias" : "", sx, sw);
+        float *y = run_dense(pr, dx0 + sx, dw0 + sw, with_bias ? db : NULL, B, IN, OUT);
+        compare(what, pr, y, ref, S, ny);
+        float *y2 = run_dense(pr, dx0 + sx, dw0 + sw, with_bias ? db : NULL, few, IN, OUT);
+        const int same = memcmp(y, y2, (size_t)few * OUT * sizeof(float)) == 0;
+        if (!same) fprintf(stderr, "%s: the first %d rows differ when run as B = %d\n", what, few, few);
+        CHECK(same);
+        float *y3 = run_prepared(pr, dx0 + sx, dw0 + sw, with_bias ? db : NULL, B, IN, OUT);
+        const int prepared = memcmp(y, y3, ny * sizeof(float)) == 0;
+        if (!prepared) fprintf(stderr, "%s: prepared weights give other bits than the plain forward\n", what);
+        CHECK(prepared);
+        free(y), free(y2), free(y3);
+    }
+    CU(cudaFree(dx0));
+    CU(cudaFree(dw0));
+    CU(cudaFree(db));
+    free(x), free(ax), free(w), free(aw), free(b), free(ref), free(S);
+}
+
+/* ---------------------------------------------------------------- the chunk loop in pieces */
+
+typedef struct {
+    int precision, n, B[64]; /* the B of each forward call */
+} piece_log;
+
+/* A forward for a "flatten; dense 10 bias" model on 12x12 input: logs B, then the dense layer. */
+static int dense_forward(void *ctx, nc_gpu *g, int B, int *out, nc_error *err) {
+    piece_log *L = (piece_log *)ctx;
+    if (L->n < 64) L->B[L->n++] = B;
+    *out = 1;
+    return nc_cuda_dense_tc_forward(L->precision, g->act[1], g->act[0], g->weight[1], g->bias[1], B, 144, 10, g->stream,
+                                    err);
+}
+
+/* n images through nc_gpu_run with chunks of `chunk`: predictions, logits and the forward's log. */
+static void run_plan(const nc_model *m, int precision, size_t chunk, const uint8_t *img, int n, int *pred,
+                     float *logits, piece_log *L) {
+    nc_gpu g;
+    nc_error err = {0};
+    nc_run_opts opts;
+    memset(&opts, 0, sizeof opts);
+    opts.chunk = chunk;
+    memset(L, 0, sizeof *L);
+    L->precision = precision;
+    nc_timing t;
+    memset(&t, 0, sizeof t);
+    int rc = nc_gpu_open(&g, m, &opts, 0.5, 0, &err);
+    check_rc(rc, &err, "nc_gpu_open");
+    if (rc) return;
+    check_rc(nc_gpu_run(&g, dense_forward, L, img, n, 12, 12, pred, logits, &t, &err), &err, "nc_gpu_run");
+    nc_gpu_close(&g);
+}
+
+static void test_plan_pieces(void) {
+    nc_error err = {0};
+    nc_model *m = NULL;
+    const int rc = nc_model_build(&m, "pieces", "1x12x12 unit", "flatten; dense 10 bias", &err);
+    check_rc(rc, &err, "nc_model_build");
+    if (rc) return;
+    nc_model_init_seeded(m, 11);
+    const int N = 5 * NC_GPU_PIECE_MIN + 123; /* 4 pieces in one chunk */
+    uint8_t *img = xmalloc((size_t)N * 144);
+    for (size_t i = 0; i < (size_t)N * 144; i++) img[i] = (uint8_t)next_u32();
+    int *pa = xmalloc(N * sizeof(int)), *pb = xmalloc(N * sizeof(int));
+    float *la = xmalloc((size_t)N * 10 * sizeof(float)), *lb = xmalloc((size_t)N * 10 * sizeof(float));
+    float *x = xmalloc((size_t)N * 144 * sizeof(float)), *ref = xmalloc((size_t)N * 10 * sizeof(float));
+    check_rc(nc_prepare_input(x, m, img, N, 12, 12, &err), &err, "nc_prepare_input");
+    nc_ref_dense(ref, x, m->layers[1].weight, m->layers[1].bias, N, 144, 10);
+    for (int pr = NC_PRECISION_FP32; pr <= NC_PRECISION_TF32; pr++) {
+        piece_log A, B;
+        run_plan(m, pr, (size_t)N, img, N, pa, la, &A);
+        run_plan(m, pr, NC_GPU_PIECE_MIN - 1, img, N, pb, lb, &B); /* every chunk one piece */
+        int sum = 0, full = 1;
+        for (int i = 0; i < A.n; i++) sum += A.B[i];
+        for (int i = 0; i + 1 < A.n; i++) full &= A.B[i] % 128 == 0;
+        if (A.n != NC_GPU_MAX_PIECES || sum != N || !full)
+            fprintf(stderr, "pieces %s: %d forward calls over %d images (first %d)\n", names[pr], A.n, sum, A.B[0]);
+        CHECK(A.n == NC_GPU_MAX_PIECES && sum == N && full);
+        CHECK(B.n == (N + NC_GPU_PIECE_MIN - 2) / (NC_GPU_PIECE_MIN - 1));
+        const int same = memcmp(pa, pb, N * sizeof(int)) == 0 && memcmp(la, lb, (size_t)N * 10 * sizeof(float)) == 0;
+        if (!same) fprintf(stderr, "pieces %s: predictions or logits differ from whole chunks\n", names[pr]);
+        CHECK(same);
+        /* And they are the right answers, not the same wrong ones: 144 products of |x| <= 1 and |w| <= 1/12, so
+         * S <= 12 and tf32's error <= 1.5e-3 S. */
+        check_close(pr ? "pieces tf32 vs ref" : "pieces fp32 vs ref", la, ref, (size_t)N * 10, pr ? 1.8e-2 : 1e-5,
+                    1e-5);
+    }
+    free(img), free(pa), free(pb), free(la), free(lb), free(x), free(ref);
+    nc_model_free(m);
+}
+
+/* The cuda backend through sessions: one chunk of 3 pieces against chunks of one piece, bit for bit. */
+static void test_session_pieces(int precision) {
+    nc_error err = {0};
+    nc_model *m = NULL;
+    int rc = nc_model_build(&m, "small", "1x28x28 raw",
+                            "conv 8 5; tanh; maxpool 2 2; flatten; dense 64 bias; tanh; dense 10 bias", &err);
+    check_rc(rc, &err, "nc_model_build");
+    if (rc) return;
+    nc_model_init_seeded(m, 3);
+    const int N = 3 * NC_GPU_PIECE_MIN + 77;
+    uint8_t *img = xmalloc((size_t)N * 784);
+    for (size_t i = 0; i < (size_t)N * 784; i++) img[i] = (uint8_t)next_u32();
+    int *pa = xmalloc(N * sizeof(int)), *pb = xmalloc(N * sizeof(int));
+    float *la = xmalloc((size_t)N * 10 * sizeof(float)), *lb = xmalloc((size_t)N * 10 * sizeof(float));
+    nc_run_opts one, small;
+    memset(&one, 0, sizeof one);
+    one.precision = precision;
+    one.conv_kernel = precision == NC_PRECISION_FP32 ? 6 : 0; /* not the tuner's pick, which may differ by session */
+    one.chunk = (size_t)N;
+    small = one;
+    small.chunk = NC_GPU_PIECE_MIN - 1;
+    nc_session *s1 = NULL, *s2 = NULL;
+    nc_timing t1, t2;
+    check_rc(nc_session_create(&s1, m, "cuda", &one, &err), &err, "session (one chunk)");
+    check_rc(nc_session_create(&s2, m, "cuda", &small, &err), &err, "session (small chunks)");
+    if (s1 && s2) {
+        check_rc(nc_session_run(s1, img, N, 28, 28, pa, la, &t1, &err), &err, "run (one chunk)");
+        check_rc(nc_session_run(s2, img, N, 28, 28, pb, lb, &t2, &err), &err, "run (small chunks)");
+        const int same = memcmp(pa, pb, N * sizeof(int)) == 0 && memcmp(la, lb, (size_t)N * 10 * sizeof(float)) == 0;
+        if (!same) fprintf(stderr, "session %s: pieces differ from whole chunks\n", names[precision]);
+        CHECK(same);
+        CHECK(t1.n_conv == 1 && t1.conv_s[0] > 0.0 && t2.conv_s[0] > 0.0 && t1.total_s > 0.0);
+        printf("session %s, %d images: Op Time %.3f ms in pieces, %.3f ms in chunks\n", names[precision], N,
+               t1.conv_s[0] * 1e3, t2.conv_s[0] * 1e3);
+    }
+    nc_session_free(s1);
+    nc_session_free(s2);
+    free(img), free(pa), free(pb), free(la), free(lb);
+    nc_model_free(m);
+}
+
+int main(void) {
+    const int start = gpu_test_start();
+    if (start) return start;
+    dense_shape(300, 7200, 500, 1, 0, 0); /* the 2017 dense layer, 16-byte copies */
+    dense_shape(257, 7200, 500, 1, 0, 2); /* weights 8-byte aligned (as a model file's), B past a tile */
+    dense_shape(129, 500, 10, 1, 0, 0);   /* the 2017 output layer */
+    dense_shape(200, 500, 160, 1, 2, 2);
+    dense_shape(131, 160, 140, 1, 0, 0);
+    dense_shape(1000, 140, 32, 0, 0, 0);
+    dense_shape(1000, 32, 10, 1, 0, 0); /* one k slice */
+    dense_shape(77, 141, 33, 1, 1, 3);  /* 4-byte copies, IN past a slice */
+    dense_shape(1, 36, 129, 1, 0, 0);   /* one image, a column tile of one output */
+    dense_shape(rand_int(1, 400), 4 * rand_int(1, 300), rand_int(1, 300), 1, 0, 0);
+    dense_shape(rand_int(1, 400), rand_int(1, 700), rand_int(1, 300), rand_int(0, 1), rand_int(0, 3), rand_int(0, 3));
+    printf("largest |gpu - ref| / sum|x w|: tf32 %.3g, 3xtf32 %.3g, fp16 %.3g, bf16 %.3g\n", worst[NC_PRECISION_TF32],
+           worst[NC_PRECISION_3XTF32], worst[NC_PRECISION_FP16], worst[NC_PRECISION_BF16]);
+    /* Each format's errors where its significand puts them: bf16 has 3 bits fewer than fp16 (8x the error). */
+    CHECK(worst[NC_PRECISION_BF16] > 3.0 * worst[NC_PRECISION_FP16]);
+    CHECK(worst[NC_PRECISION_3XTF32] * 20.0 < worst[NC_PRECISION_TF32]);
+    CHECK(worst[NC_PRECISION_TF32] > 0.0 && worst[NC_PRECISION_FP16] > 0.0);
+    test_plan_pieces();
+    test_session_pieces(NC_PRECISION_FP32);
+    test_session_pieces(NC_PRECISION_TF32);
+    CU(cudaStreamDestroy(stream));
+    return nc_test_done("test_dense_tc");
+}
+#endif
