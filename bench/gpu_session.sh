@@ -11,26 +11,16 @@
 #   cp build-ladder/nanoconv build-ladder/tests/test_conv_ladder build-ladder/tests/test_gpu_layers .ladder/
 #   cp -a .carry/lib/libcjson.so.1* .ladder/lib/; cp .carry/data/t10k-* .ladder/data/
 # then  run: bash bench/gpu_session.sh   carry: .ladder
-# Binaries are run directly: the CMake build dir's absolute paths differ on the device machine. Where the
-# binaries and the zoo together pass 64 MiB, carry them stripped and gzipped (nanoconv.gz, test_*.gz): they are
-# unpacked into /tmp/nc-bin first (BUILD=.tc bash bench/gpu_session.sh).
+# Binaries are run from /tmp/nc-bin (tools/bundle.sh): the CMake build dir's absolute paths differ on the device
+# machine. Where the binaries and the zoo together pass 64 MiB, carry them stripped and gzipped (nanoconv.gz,
+# test_*.gz), or a -DBUILD_SHARED_LIBS=ON build's small binaries and libnanoconv.so.gz (BUILD=.c2 bash
+# bench/gpu_session.sh).
 set -u
 B=${BUILD:-.ladder}
 OUT=${OUT:-/tmp/nanoconv-out}
 mkdir -p "$OUT"
-BIN=$PWD/$B
-if ls "$B"/*.gz >/dev/null 2>&1; then
-    BIN=/tmp/nc-bin
-    mkdir -p $BIN
-    for f in "$B"/*; do
-        case $f in
-        *.gz) gunzip -c "$f" >"$BIN/$(basename "$f" .gz)" && chmod +x "$BIN/$(basename "$f" .gz)" ;;
-        *) [ -f "$f" ] && cp "$f" $BIN/ ;;
-        esac
-    done
-fi
-# $BIN also holds libnanoconv.so where the bundle comes from a -DBUILD_SHARED_LIBS=ON build.
-export LD_LIBRARY_PATH=$BIN:$PWD/$B/lib:${LD_LIBRARY_PATH:-} NANOCONV_DATA=$PWD/$B/data
+. "$(dirname "${BASH_SOURCE[0]}")/../tools/bundle.sh"
+nc_unpack_bundle "$B"
 NC=$BIN/nanoconv
 # At most 8 files come back: the session's logs go into one.
 LOG=$OUT/session.log

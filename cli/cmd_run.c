@@ -6,11 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "core/error.h"
 #include "core/model.h"
+#include "io/atomic_file.h"
 
 /* Options shared by the commands that run a model. */
 typedef struct {
@@ -245,26 +245,6 @@ int eval_main(int argc, char **argv, const eval_hook *hook) {
     return status;
 }
 
-/* Writes n floats to path atomically (a temporary file beside it, then renamed). */
-static int write_floats_atomic(const char *path, const float *x, size_t n, nc_error *err) {
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof tmp)
-        return nc_fail(err, NC_ERR_ARG, "%s: path too long", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) return nc_fail(err, NC_ERR_IO, "%s: cannot create a temporary file beside it", path);
-    FILE *f = fdopen(fd, "wb");
-    int ok = f && fwrite(x, sizeof(float), n, f) == n;
-    if (f)
-        ok = (fclose(f) == 0) && ok;
-    else
-        close(fd);
-    if (!ok || rename(tmp, path) != 0) {
-        remove(tmp);
-        return nc_fail(err, NC_ERR_IO, "%s: could not be written", path);
-    }
-    return NC_OK;
-}
-
 int cmd_predict(int argc, char **argv) {
     static const struct option longopts[] = {RUN_LONG_OPTIONS,
                                              {"images", required_argument, 0, OPT_IMAGES},
@@ -325,7 +305,11 @@ int cmd_predict(int argc, char **argv) {
         rc = nc_fail(&err, NC_ERR_NOMEM, "out of memory for %ld predictions", n);
     nc_timing t;
     if (!rc) rc = nc_session_run(s, ds.images, (int)n, ds.h, ds.w, pred, logits, &t, &err);
-    if (!rc && logits_path) rc = write_floats_atomic(logits_path, logits, (size_t)n * classes, &err);
+    if (!rc && logits_path) {
+        const void *data[1] = {logits};
+        const size_t size[1] = {(size_t)n * classes * sizeof(float)};
+        rc = nc_write_file_atomic(logits_path, data, size, 1, &err);
+    }
     int status = 0;
     if (rc) {
         status = cli_fail(&err);

@@ -5,11 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "cuda/conv_autotune.h"
 #include "cuda/cuda_check.h"
 #include "cuda/cuda_layers.h"
+#include "io/atomic_file.h"
 
 /* Images a version is timed on: enough to fill the GPU many times over for every course layer, few enough that
  * the slowest version (2, tiled) stays in the tens of milliseconds. */
@@ -75,20 +75,16 @@ static cJSON *cache_read(const char *path) {
     return o ? o : cJSON_CreateObject();
 }
 
-/* Writes the cache atomically (a temporary file beside it, then renamed); quietly does nothing where it cannot. */
+/* Writes the cache atomically (io/atomic_file.h); quietly does nothing where it cannot: the next run measures
+ * again. */
 static void cache_write(const char *path, const cJSON *o) {
-    char tmp[4200];
-    if (!make_parent(path) || snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof tmp) return;
-    char *text = cJSON_Print(o);
-    const int fd = text ? mkstemp(tmp) : -1;
-    if (fd < 0) {
-        free(text);
-        return;
-    }
-    const size_t len = strlen(text);
-    const int ok = write(fd, text, len) == (ssize_t)len;
+    char *text = make_parent(path) ? cJSON_Print(o) : NULL;
+    if (!text) return;
+    const void *data[1] = {text};
+    const size_t size[1] = {strlen(text)};
+    nc_error ignored;
+    (void)nc_write_file_atomic(path, data, size, 1, &ignored);
     free(text);
-    if (close(fd) != 0 || !ok || rename(tmp, path) != 0) remove(tmp);
 }
 
 /* The cache key of a layer on this device. */

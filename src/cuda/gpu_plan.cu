@@ -1,6 +1,5 @@
 /* The GPU backends' shared part: device, parameters, chunk loop in pieces, upload, download (gpu_plan.h). */
 #include <nvtx3/nvToolsExt.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +7,7 @@
 #include "cuda/cuda_check.h"
 #include "cuda/cuda_layers.h"
 #include "cuda/gpu_plan.h"
+#include "cuda/host_copy.h"
 
 /* Selects the device, or says why there is none. */
 static int gpu_select(int device, nc_error *err) {
@@ -167,45 +167,6 @@ cleanup:
     return rc;
 }
 
-/* The host's copy into pinned memory, shared by up to COPY_THREADS threads where it is large: one thread moves
- * ~10 GB/s (7.8 MB of Fashion-MNIST: ~0.8 ms, all of it exposed before the first piece's transfer), several share
- * the memory bandwidth. Threads, not OpenMP: nvcc compiles this file without -fopenmp. */
-#define COPY_THREADS 4
-#define COPY_MIN ((size_t)1 << 20) /* bytes a thread is worth starting for */
-
-typedef struct {
-    uint8_t *dst;
-    const uint8_t *src;
-    size_t n;
-} copy_job;
-
-static void *copy_run(void *arg) {
-    const copy_job *j = (const copy_job *)arg;
-    memcpy(j->dst, j->src, j->n);
-    return NULL;
-}
-
-static void gpu_copy(uint8_t *dst, const uint8_t *src, size_t n) {
-    size_t T = n / COPY_MIN;
-    T = T < 1 ? 1 : T > COPY_THREADS ? COPY_THREADS : T;
-    const size_t each = (n + T - 1) / T;
-    pthread_t th[COPY_THREADS];
-    copy_job job[COPY_THREADS];
-    int started[COPY_THREADS] = {0};
-    for (size_t i = 0; i < T; i++) {
-        const size_t o = i * each < n ? i * each : n;
-        job[i].dst = dst + o;
-        job[i].src = src + o;
-        job[i].n = n - o < each ? n - o : each;
-        /* Thread 0 is this one; a thread that cannot start leaves its share to it. */
-        if (i > 0) started[i] = pthread_create(&th[i], NULL, copy_run, &job[i]) == 0;
-    }
-    for (size_t i = 0; i < T; i++)
-        if (!started[i]) copy_run(&job[i]);
-    for (size_t i = 1; i < T; i++)
-        if (started[i]) pthread_join(th[i], NULL);
-}
-
 /* Cuts a chunk of B images into pieces: start[p] .. start[p + 1] for p < the count returned, each a whole number
  * of 128-image tiles (the dense GEMM's) but the last, one piece below 2 * NC_GPU_PIECE_MIN images. */
 static int gpu_pieces(int B, int start[NC_GPU_MAX_PIECES + 1]) {
@@ -222,7 +183,7 @@ static int gpu_pieces(int B, int start[NC_GPU_MAX_PIECES + 1]) {
  * g->uploaded[p] says when they are in. */
 static int gpu_upload(nc_gpu *g, int p, const uint8_t *images, int i0, int B, size_t hw, nc_error *err) {
     const size_t o = (size_t)i0 * hw, bytes = (size_t)B * hw;
-    gpu_copy(g->h_img + o, images + o, bytes);
+    nc_host_copy(g->h_img + o, images + o, bytes);
     CUDA_RET(cudaMemcpyAsync(g->img_alloc + o, g->h_img + o, bytes, cudaMemcpyHostToDevice, g->upload));
     CUDA_RET(cudaEventRecord(g->uploaded[p], g->upload));
     return NC_OK;

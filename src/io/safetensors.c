@@ -11,6 +11,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "core/error.h"
 #include "core/model.h"
+#include "io/atomic_file.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -18,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 /* Tensor data is copied straight between the file and float arrays; safetensors is little-endian. */
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -417,8 +417,6 @@ static char *header_json(const nc_model *m) {
     return text;
 }
 
-static int write_all(FILE *f, const void *p, size_t n) { return fwrite(p, 1, n, f) == n; }
-
 int nc_model_save(const nc_model *m, const char *path, nc_error *err) {
     char *json = header_json(m);
     if (!json) return nc_fail(err, NC_ERR_NOMEM, "%s: cannot build the header", path);
@@ -429,62 +427,17 @@ int nc_model_save(const nc_model *m, const char *path, nc_error *err) {
     unsigned char len8[8];
     for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)hlen >> (8 * i));
 
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + sizeof ".tmp.XXXXXX");
-    if (!tmp) {
-        free(json);
-        return nc_fail(err, NC_ERR_NOMEM, "%s: cannot allocate the temporary file name", path);
-    }
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".tmp.XXXXXX", sizeof ".tmp.XXXXXX");
-
-    int rc = NC_OK;
-    const char *step = NULL;
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        rc = nc_fail(err, NC_ERR_IO, "%s: cannot create a temporary file %s: %s", path, tmp, strerror(errno));
-        free(tmp);
-        free(json);
-        return rc;
-    }
-    /* mkstemp makes the file 0600; a model file is meant to be shared like any other data file. */
-    FILE *f = NULL;
-    if (fchmod(fd, 0644) != 0) step = "chmod";
-    else if (!(f = fdopen(fd, "wb"))) step = "fdopen";
-    if (!f) {
-        rc = nc_fail(err, NC_ERR_IO, "%s: cannot write %s: %s: %s", path, tmp, step, strerror(errno));
-        close(fd);
-        goto fail;
-    }
-
-    int ok = write_all(f, len8, 8) && write_all(f, json, jlen);
-    for (size_t i = jlen; i < hlen && ok; i++) ok = fputc(' ', f) != EOF;
+    /* The 8-byte length, the header, its padding, then every tensor in header order. */
+    static const char spaces[8] = "       ";
     st_tensor t[ST_MAX_TENSORS];
-    int nt = expected_tensors(m, t);
-    for (int j = 0; j < nt && ok; j++) ok = write_all(f, t[j].dst, t[j].count * sizeof(float));
-    if (!ok) step = "write";
-    else if (fflush(f) != 0) step = "flush";
-    else if (fsync(fileno(f)) != 0) step = "fsync";
-    if (step) {
-        rc = nc_fail(err, NC_ERR_IO, "%s: cannot write %s: %s: %s", path, tmp, step, strerror(errno));
-        fclose(f);
-        goto fail;
+    const int nt = expected_tensors(m, t);
+    const void *data[ST_MAX_TENSORS + 3] = {len8, json, spaces};
+    size_t size[ST_MAX_TENSORS + 3] = {8, jlen, hlen - jlen};
+    for (int j = 0; j < nt; j++) {
+        data[3 + j] = t[j].dst;
+        size[3 + j] = t[j].count * sizeof(float);
     }
-    if (fclose(f) != 0) {
-        rc = nc_fail(err, NC_ERR_IO, "%s: cannot write %s: close: %s", path, tmp, strerror(errno));
-        goto fail;
-    }
-    if (rename(tmp, path) != 0) {
-        rc = nc_fail(err, NC_ERR_IO, "%s: cannot rename %s onto it: %s", path, tmp, strerror(errno));
-        goto fail;
-    }
-    free(tmp);
-    free(json);
-    return NC_OK;
-
-fail:
-    unlink(tmp);
-    free(tmp);
+    const int rc = nc_write_file_atomic(path, data, size, 3 + nt, err);
     free(json);
     return rc;
 }
