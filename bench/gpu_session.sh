@@ -5,12 +5,10 @@
 # version's predictions against cpu-ref on all 10000 test images, and the plot.
 # Everything goes under $OUT (at most 8 files come back); a short table is printed last.
 #
-# The build dir and the whole data set are over the 64 MiB a call carries, so what it needs is copied into one
-# git-ignored folder (.ladder, in .git/info/exclude) first, here:
-#   mkdir -p .ladder/lib .ladder/data
-#   cp build-ladder/nanoconv build-ladder/tests/test_conv_ladder build-ladder/tests/test_gpu_layers .ladder/
-#   cp -a .carry/lib/libcjson.so.1* .ladder/lib/; cp .carry/data/t10k-* .ladder/data/
-# then  run: bash bench/gpu_session.sh   carry: .ladder
+# The build dir and the whole data set are over the 64 MiB a call carries, so what it needs is packed into one
+# git-ignored folder (in .git/info/exclude) first, here, from a -DBUILD_SHARED_LIBS=ON build:
+#   tools/make_bundle.sh build-shared .c2      (about 10 MB with the test split)
+# then  run: BUILD=.c2 bash bench/gpu_session.sh   carry: .c2
 # Binaries are run from /tmp/nc-bin (tools/bundle.sh): the CMake build dir's absolute paths differ on the device
 # machine. Where the binaries and the zoo together pass 64 MiB, carry them stripped and gzipped (nanoconv.gz,
 # test_*.gz), or a -DBUILD_SHARED_LIBS=ON build's small binaries and libnanoconv.so.gz (BUILD=.c2 bash

@@ -65,6 +65,7 @@ typedef struct {
     int n_ns;
     long reps, threads, chunk, conv_kernel, check, device;
     int check_only, sweep, peak_set;
+    unsigned versions; /* --versions: bit v for conv version v; 0: all */
     double peak_seconds;
 } bench_args;
 
@@ -198,6 +199,20 @@ static int parse_ns(const char *list, bench_args *a) {
         if (*p != ',') return !*p;
     }
     return 0;
+}
+
+/* --versions: a comma-separated list of conv versions 1..31 into a bit set. */
+static int parse_versions(const char *list, unsigned *mask) {
+    *mask = 0;
+    for (const char *p = list;; p++) {
+        const size_t digits = strspn(p, "0123456789");
+        if (!digits || digits > 2) return 0;
+        const int v = digits == 1 ? p[0] - '0' : 10 * (p[0] - '0') + (p[1] - '0');
+        if (v < 1 || v > 31) return 0;
+        *mask |= 1u << v;
+        p += digits;
+        if (*p != ',') return !*p;
+    }
 }
 
 /* ------------------------------------------------------------------ the CPU bench */
@@ -504,6 +519,7 @@ static int bench_on_gpu(const bench_args *a, cJSON *out, nc_error *err) {
         o.data = a->n_models ? &ds : NULL;
         o.check_n = (int)a->check;
         o.sweep = a->sweep;
+        o.versions = a->versions;
         rc = nc_cuda_bench(&o, stdout, out, err);
     }
     for (int i = 0; i < a->n_models; i++) nc_model_free(models[i]);
@@ -544,6 +560,7 @@ static void usage(void) {
         "                        versions must equal it, reduced precision may lose 0.002 of correctness (else exit "
         "1)\n"
         "      --check-only N    that check alone\n"
+        "      --versions V[,V...]  time only these conv versions (layer rows and --sweep; cuDNN is always timed)\n"
         "      --device D        GPU index\n"
         "cpu bench:\n"
         "      --threads T       CPU threads (default: OpenMP's)\n"
@@ -565,6 +582,7 @@ static const char *misplaced_option(const bench_args *a, int gpu) {
         return NULL;
     }
     if (a->sweep) return "--sweep";
+    if (a->versions) return "--versions";
     if (a->check) return a->check_only ? "--check-only" : "--check";
     if (a->device) return "--device";
     return NULL;
@@ -584,7 +602,8 @@ int cmd_bench(int argc, char **argv) {
         OPT_SWEEP,
         OPT_CHECK,
         OPT_CHECK_ONLY,
-        OPT_DEVICE
+        OPT_DEVICE,
+        OPT_VERSIONS
     };
     static const struct option longopts[] = {{"model", required_argument, 0, 'm'},
                                              {"shape", required_argument, 0, OPT_SHAPE},
@@ -598,6 +617,7 @@ int cmd_bench(int argc, char **argv) {
                                              {"check", required_argument, 0, OPT_CHECK},
                                              {"check-only", required_argument, 0, OPT_CHECK_ONLY},
                                              {"device", required_argument, 0, OPT_DEVICE},
+                                             {"versions", required_argument, 0, OPT_VERSIONS},
                                              {"json", required_argument, 0, OPT_JSON},
                                              {"data", required_argument, 0, OPT_DATA},
                                              {"help", no_argument, 0, 'h'},
@@ -655,6 +675,10 @@ int cmd_bench(int argc, char **argv) {
             break;
         case OPT_DEVICE:
             if (!cli_parse_int("--device", optarg, 0, 1024, &a.device)) return EXIT_USAGE;
+            break;
+        case OPT_VERSIONS:
+            if (!parse_versions(optarg, &a.versions))
+                return cli_usage_error("bench: --versions takes conv versions 1 to 31 as 5,6,9, not '%s'", optarg);
             break;
         case OPT_JSON: a.json_path = optarg; break;
         case OPT_DATA: a.data_dir = optarg; break;

@@ -107,6 +107,7 @@ typedef struct {
     cublasHandle_t blas; /* on stream */
     void *flush;
     int reps, sweep;
+    unsigned versions; /* bit v: version v is timed; 0: all */
     FILE *out;
     cJSON *rows, *dense, *sweeps; /* the "layers", "dense" and "sweep" arrays, or NULL */
     cJSON *not_taken;             /* "not_taken": versions that refused a layer shape, or NULL */
@@ -474,6 +475,11 @@ static int dnn_setup(dnn_ctx *d, const nc_bench_shape *h, int N, int half, size_
 }
 #endif
 
+/* Whether --versions leaves version v in. */
+static int wanted(const bench *b, int v) {
+    return b->versions == 0 || (b->versions >> v & 1u);
+}
+
 /* --sweep: every tuning of each tensor-core version that takes the layer, with the layer's epilogue where they
  * fuse it (as the network runs it), else the convolution alone; the fastest of each version is marked. */
 static int sweep_shape(bench *b, conv_ctx *c, double cudnn_ms, nc_error *err) {
@@ -484,7 +490,7 @@ static int sweep_shape(bench *b, conv_ctx *c, double cudnn_ms, nc_error *err) {
     const nc_conv_epilogue alone = {-1, -1, 1, 1};
     for (int v = 1; v <= nc_cuda_conv_num_versions(); v++) {
         const int p = nc_cuda_conv_version_precision(v);
-        if (p == NC_PRECISION_FP32) continue;
+        if (p == NC_PRECISION_FP32 || !wanted(b, v)) continue;
         const int fuse = (h->act >= 0 || h->pool >= 0) && nc_conv_tc_takes(h->C, h->H, h->W, h->M, h->K, &fused);
         if (!fuse && !nc_conv_tc_takes(h->C, h->H, h->W, h->M, h->K, &alone)) {
             fprintf(b->out, "%-30s %6d  sweep v%d %s: not taken by the tensor cores (version 6 runs it)\n", h->name,
@@ -612,6 +618,7 @@ static int bench_shape(bench *b, const nc_bench_shape *h, int N, nc_error *err) 
      * run a layer they do not take (C > 1, say) on version 6's fp32 kernel: such a row is fp32. */
     for (int v = 1; v <= nc_cuda_conv_num_versions(); v++) {
         char label[48], note[96];
+        if (!wanted(b, v)) continue;
         snprintf(label, sizeof label, "v%d %s", v, nc_cuda_conv_version_name(v));
         c.version = v;
         rc = time_median(b, op_version, &c, &ms, &runs, err);
@@ -652,13 +659,16 @@ static int bench_shape(bench *b, const nc_bench_shape *h, int N, nc_error *err) 
         char label[48], note[160], pnote[96];
         snprintf(label, sizeof label, "v%d fused%s", FUSED_VERSION, c.xu ? " u8" : "");
         snprintf(note, sizeof note, "fused %s+%s", kind_name(h->act), kind_name(h->pool));
-        if ((rc = time_median(b, op_fused, &c, &ms, &runs, err))) goto cleanup;
-        emit_row(b, h, N, FUSED_VERSION, label, NC_PRECISION_FP32, 1, note, ms, runs,
-                 conv_cost(b, h, N, 1, c.xu != NULL, 4, NC_PRECISION_FP32), cudnn_ms);
+        if (wanted(b, FUSED_VERSION)) {
+            if ((rc = time_median(b, op_fused, &c, &ms, &runs, err))) goto cleanup;
+            emit_row(b, h, N, FUSED_VERSION, label, NC_PRECISION_FP32, 1, note, ms, runs,
+                     conv_cost(b, h, N, 1, c.xu != NULL, 4, NC_PRECISION_FP32), cudnn_ms);
+        }
         /* The tensor-core versions, fused, where they take the layer (else they are version 6, timed above). */
         for (int v = 1; v <= nc_cuda_conv_num_versions(); v++) {
             const int p = nc_cuda_conv_version_precision(v);
-            if (p == NC_PRECISION_FP32 || !nc_conv_tc_takes(h->C, h->H, h->W, h->M, h->K, &c.epi)) continue;
+            if (p == NC_PRECISION_FP32 || !wanted(b, v) || !nc_conv_tc_takes(h->C, h->H, h->W, h->M, h->K, &c.epi))
+                continue;
             precision_note(p, pnote, sizeof pnote);
             snprintf(label, sizeof label, "v%d %s fused%s", v, nc_cuda_conv_version_name(v), c.xu ? " u8" : "");
             snprintf(note, sizeof note, "fused %s+%s, %s", kind_name(h->act), kind_name(h->pool), pnote);
@@ -1029,6 +1039,7 @@ int nc_cuda_bench(const nc_cuda_bench_opts *o, FILE *out, cJSON *json, nc_error 
     b.out = out;
     b.reps = o->reps < 3 ? 3 : o->reps;
     b.sweep = o->sweep;
+    b.versions = o->versions;
     CUDA_RET(cudaSetDevice(o->device));
 #ifdef NC_HAVE_CUDNN
     rc = nc_vendor_load(&lib, NC_VENDOR_CUBLAS | NC_VENDOR_CUDNN, err);

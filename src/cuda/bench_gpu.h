@@ -49,6 +49,7 @@ typedef struct nc_cuda_bench_opts {
     const nc_dataset *data; /* test images for the whole-network lines and the check; NULL: neither */
     int check_n;            /* images on which each version's predictions are compared with cpu-ref (0: none) */
     int sweep;              /* also time every nc_conv_tc_tunings() tuning of the tensor-core versions */
+    unsigned versions;      /* bit v: time conv version v (layers and sweep); 0: every version */
 } nc_cuda_bench_opts;
 
 /* The CUDA GPUs present: 0 where there is none, or no driver. */

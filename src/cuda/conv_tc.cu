@@ -7,17 +7,29 @@
  * once. Each warp computes two n8 tiles at a time: conv rows 2i and 2i+1 over the same 8 columns, so that a
  * thread's accumulators c0/c1 (columns 2t, 2t+1 of its channel, PTX ISA's m16n8 C fragment) of both tiles are one
  * whole 2x2 pooling window: bias, max (or the activations' mean) and the activation happen in registers and the
- * pooled output is stored straight from them (measured faster than gathering it in shared memory for coalesced
- * stores: 2017 layer, H100, 0.419 against 0.471 ms for version 7). Max first, then the activation: tanhf, relu
- * and 1/(1+expf(-v)) are monotone, so this equals pooling the activations.
+ * pooled output is stored straight from them (staging it in shared memory for whole-line stores was measured
+ * twice, and lost both times: below). Max first, then the activation: tanh, relu and 1/(1+expf(-v)) are
+ * monotone, so this equals pooling the activations.
  *
  * A persistent grid: block j takes images j, j + grid, j + 2 grid, ... in groups of images_per_block (a tuning,
  * nc_conv_tc_tunings). While the warps compute one group, the next group's raw bytes are already on their way into
  * shared memory by cp.async (two raw buffers), so that the tensor cores are not left waiting for memory latency
  * between images; a group costs two barriers (raw copy landed; converted into the compute layout).
  *
+ * A warp holds MW m16 tiles of weights (tc_mw): four where the layer has 49 to 64 channels, the fragments fit
+ * (fp16, bf16; tf32 with K <= 5) and the output is pooled, so that every B fragment it loads from shared memory
+ * feeds four tiles' MMAs (2017 layer, H100: tf32 0.39 -> 0.29 ms, fp16 0.44 -> 0.32 ms against two tiles a
+ * warp); else two, or one. The
+ * epilogue switches on the pooling and the activation once a task, not once an output, and max pooling scales
+ * the largest sum once (an ncu profile of the 2017 layer, 2026-11-22: 40 non-MMA instructions a pooled output
+ * before, the issue slots 60% busy, 2.4% of the instructions MMAs). Staging the pooled outputs in shared memory
+ * for whole-line stores: first 0.471 against 0.419 ms (version 7, an earlier kernel); then, on this one, the L2
+ * went from 74% to 21% busy and fp16 gained 13% on the 2017 layer, but the extra barrier and registers cost tf32
+ * and the 7x7 layers 30 to 50%.
+ *
  *   7  tc-tf32: m16n8k8 TF32, one MMA per product, the weights rounded to TF32 (10-bit mantissa); float inputs
- *      rounded too. Reduced precision (relative error ~1e-3 of sum |w x|).
+ *      rounded too. Reduced precision (relative error ~1e-3 of sum |w x|). A fused tanh is tanh.approx.f32
+ *      (conv_act.cuh; relative error ~1e-5), as in versions 9 and 10; version 8 keeps tanhf.
  *      nanoconv eval --model M --backend cuda --precision tf32     (or --conv-kernel 7; Op Time's note: "tf32")
  *   8  tc-3xtf32: near-exact (~1e-6 of sum |w x|; not bitwise fp32). Each weight is split into a TF32 high
  *      part and the TF32 rounding of its remainder. uint8 pixels 0..255 are exact in TF32, so on the pixels only
@@ -47,6 +59,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "cuda/conv_act.cuh"
 #include "cuda/conv_ladder.h"
 #include "cuda/cuda_check.h"
 
@@ -69,7 +82,9 @@ struct tc_params {
     int MG;        /* groups of MW m16 tiles: warp w takes group w % MG */
     int ipb;       /* images staged and computed between two barriers */
     int XS, RW;    /* 4-byte words of one staged tile (RS WS) and of one image's raw copy */
-    float a, c;    /* pixel input: v(p) = a p + c (a = 1, c = 0 for float input) */
+    float a, c;    /* pixel input: v(p) = (neg ? -a : a) p + c (a = 1, c = 0 for float input) */
+    int neg;       /* the scaling's a was negative: the weights are negated in the fragments (tc_weights) */
+    int pairs;     /* unpooled: Wo even and y 8-byte aligned, so that two adjacent outputs are one float2 store */
 };
 
 __device__ __forceinline__ uint32_t tc_tf32(float v) {
@@ -113,15 +128,6 @@ template <int MODE> __device__ __forceinline__ uint32_t tc_pack(float lo, float 
         const __nv_bfloat162 p = __floats2bfloat162_rn(lo, hi);
         *rlo = __low2float(p), *rhi = __high2float(p);
         return *reinterpret_cast<const uint32_t *>(&p);
-    }
-}
-
-__device__ __forceinline__ float tc_act(int act, float v) {
-    switch (act) {
-    case NC_TANH: return tanhf(v);
-    case NC_RELU: return v > 0.0f ? v : 0.0f;
-    case NC_SIGMOID: return 1.0f / (1.0f + expf(-v));
-    default: return v;
     }
 }
 
@@ -174,19 +180,22 @@ template <int MODE>
 __device__ __forceinline__ void tc_convert(uint32_t *xs, const uint32_t *raw, bool u8, int j0, int n,
                                            const tc_params &d) {
     const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5, nw = (int)blockDim.x >> 5;
-    const size_t HW = (size_t)d.H * d.W;
-    for (int q = warp; q < n * d.H; q += nw) {
-        const int i = q / d.H, r = q - i * d.H;
+    const int HW4 = d.H * d.W & 3;
+    for (int i = 0; i < n; i++) {
         const uint32_t *src = raw + i * d.RW;
-        const int shift = u8 ? (int)(tc_image(j0 + i) * HW % 4) : 0, e0 = r * d.W;
-        uint32_t *dst = xs + i * d.XS + r * d.WS;
-        for (int c = lane; c < d.W; c += 32) {
-            const float v = tc_raw(src, u8, shift, e0 + c);
-            if constexpr (MODE >= MODE_F16) {
-                float unused0, unused1;
-                dst[c] = tc_pack<MODE>(v, c + 1 < d.W ? tc_raw(src, u8, shift, e0 + c + 1) : 0.0f, &unused0, &unused1);
-            } else {
-                dst[c] = MODE == MODE_TF32 && !u8 ? tc_tf32(v) : __float_as_uint(v);
+        const int shift = u8 ? (int)(tc_image(j0 + i) & 3) * HW4 & 3 : 0; /* (b H W) % 4 */
+        for (int r = warp; r < d.H; r += nw) {
+            const int e0 = r * d.W;
+            uint32_t *dst = xs + i * d.XS + r * d.WS;
+            for (int c = lane; c < d.W; c += 32) {
+                const float v = tc_raw(src, u8, shift, e0 + c);
+                if constexpr (MODE >= MODE_F16) {
+                    float unused0, unused1;
+                    dst[c] =
+                        tc_pack<MODE>(v, c + 1 < d.W ? tc_raw(src, u8, shift, e0 + c + 1) : 0.0f, &unused0, &unused1);
+                } else {
+                    dst[c] = MODE == MODE_TF32 && !u8 ? tc_tf32(v) : __float_as_uint(v);
+                }
             }
         }
     }
@@ -209,7 +218,9 @@ template <int K, int MODE, int KS> __device__ __forceinline__ void tc_offsets(in
 }
 
 /* This warp's weights as A fragments (high parts, and the remainders for the split modes) of its MW m16 tiles
- * (channels (mg MW + mi) 16 + g + 8 r), and per channel the constant added after the GEMM: c sum w + bias. */
+ * (channels (mg MW + mi) 16 + g + 8 r), and per channel the constant added after the GEMM: c sum w + bias. Where
+ * d.neg, the fragments hold -w (the scaling's a < 0; d.a is |a|, so that a sum scales by a >= 0); rounding is
+ * symmetric, so they are the negated fragments of w and s is the same sum. */
 template <int K, int MW, int MODE, int KS>
 __device__ __forceinline__ void tc_weights(uint32_t (&ah)[MW][KS][4], uint32_t (&al)[MW][KS][4], float (&cm)[MW][2],
                                            const float *__restrict__ k, const float *__restrict__ bias, int mg, int g,
@@ -221,6 +232,7 @@ __device__ __forceinline__ void tc_weights(uint32_t (&ah)[MW][KS][4], uint32_t (
         for (int r = 0; r < 2; r++) {
             const int m = (mg * MW + mi) * 16 + g + 8 * r;
             float s = 0.0f; /* the weights as the GEMM has them */
+            const float sg = d.neg ? -1.0f : 1.0f;
 #pragma unroll
             for (int ks = 0; ks < KS; ks++)
 #pragma unroll
@@ -229,13 +241,13 @@ __device__ __forceinline__ void tc_weights(uint32_t (&ah)[MW][KS][4], uint32_t (
                     if constexpr (MODE >= MODE_F16) {
                         const int p = j / PPR, q = 2 * (j % PPR);
                         const bool in = m < d.M && j < K * PPR;
-                        const float w0 = in ? k[m * KK + p * K + q] : 0.0f;
-                        const float w1 = in && q + 1 < K ? k[m * KK + p * K + q + 1] : 0.0f;
+                        const float w0 = in ? sg * k[m * KK + p * K + q] : 0.0f;
+                        const float w1 = in && q + 1 < K ? sg * k[m * KK + p * K + q + 1] : 0.0f;
                         float r0, r1;
                         ah[mi][ks][r + 2 * h] = tc_pack<MODE>(w0, w1, &r0, &r1);
                         s += r0 + r1;
                     } else {
-                        const float w = m < d.M && j < KK ? k[m * KK + j] : 0.0f;
+                        const float w = m < d.M && j < KK ? sg * k[m * KK + j] : 0.0f;
                         const uint32_t hi = tc_tf32(w);
                         ah[mi][ks][r + 2 * h] = hi;
                         al[mi][ks][r + 2 * h] = tc_tf32(w - __uint_as_float(hi));
@@ -244,46 +256,79 @@ __device__ __forceinline__ void tc_weights(uint32_t (&ah)[MW][KS][4], uint32_t (
                 }
             s += __shfl_xor_sync(0xffffffffu, s, 1);
             s += __shfl_xor_sync(0xffffffffu, s, 2);
-            cm[mi][r] = d.c * s + (bias && m < d.M ? bias[m] : 0.0f);
+            cm[mi][r] = d.c * (sg * s) + (bias && m < d.M ? bias[m] : 0.0f);
         }
 }
 
-/* Bias, activation and pooling of one task's accumulators, stored into the image's output yb (M, Yh, Yw).
- * acc[mi][r][2j + c]: channel (mg MW + mi) 16 + g + 8j, conv row 2 pr + r, column 8 cg + 2t + c. */
+/* Where this thread's channels (mg MW + mi) 16 + g + 8 j start in an image's output (M, Yh, Yw); ~0u past M.
+ * Unsigned, so that a store's address is one wide multiply-add. */
 template <int MW>
-__device__ __forceinline__ void tc_store(float *__restrict__ yb, const float (&acc)[MW][2][4], const float (&cm)[MW][2],
-                                         int mg, int g, int t, int pr, int cg, const tc_params &d) {
+__device__ __forceinline__ void tc_planes(unsigned (&plane)[MW][2], int mg, int g, const tc_params &d) {
 #pragma unroll
     for (int mi = 0; mi < MW; mi++)
 #pragma unroll
         for (int j = 0; j < 2; j++) {
             const int m = (mg * MW + mi) * 16 + g + 8 * j;
-            if (m >= d.M) continue;
-            float v[2][2];
+            plane[mi][j] = m < d.M ? (unsigned)(m * d.Yh * d.Yw) : ~0u;
+        }
+}
+
+/* Bias, activation and pooling of one task's accumulators. yp: the task's first output in the image's output (M,
+ * Yh, Yw): (0, pr, 4 cg + t) pooled, else (0, 2 pr, 8 cg + 2 t). acc[mi][r][2j + c]: channel (mg MW + mi) 16 + g +
+ * 8j, conv row 2 pr + r, column 8 cg + 2t + c. The pooling is switched once a task, the activation once a task
+ * (max pooling) or once four outputs, not once an output. Max pooling takes the maximum of the raw sums and scales
+ * once: v -> a v + cm is monotone as a >= 0 (tc_weights negates the weights where the scaling's a is negative), so this
+ * is exact. FAST: tanh.approx (conv_act.cuh). */
+template <int MW, bool FAST>
+__device__ __forceinline__ void tc_store(float *__restrict__ yp, const float (&acc)[MW][2][4], const float (&cm)[MW][2],
+                                         const unsigned (&plane)[MW][2], bool col_in, int pr, int cg, int t,
+                                         const tc_params &d) {
+    if (d.pool == NC_MAXPOOL) {
+        float o[MW * 2];
+#pragma unroll
+        for (int mi = 0; mi < MW; mi++)
+#pragma unroll
+            for (int j = 0; j < 2; j++) {
+                const float *a = acc[mi][0] + 2 * j, *b = acc[mi][1] + 2 * j;
+                o[2 * mi + j] = fmaf(d.a, fmaxf(fmaxf(a[0], a[1]), fmaxf(b[0], b[1])), cm[mi][j]);
+            }
+        nc_act_n<FAST>(d.act, o);
+        if (!col_in) return;
+#pragma unroll
+        for (int mi = 0; mi < MW; mi++)
+#pragma unroll
+            for (int j = 0; j < 2; j++)
+                if (plane[mi][j] != ~0u) yp[plane[mi][j]] = o[2 * mi + j];
+        return;
+    }
+    /* Average pooling or none: a channel's four values at a time, so that few are live at once (the full-size
+     * output is bound by its stores, which want as many warps resident as the registers allow). */
+#pragma unroll
+    for (int mi = 0; mi < MW; mi++)
+#pragma unroll
+        for (int j = 0; j < 2; j++) {
+            float v[4]; /* [r][c] */
 #pragma unroll
             for (int r = 0; r < 2; r++)
 #pragma unroll
-                for (int c = 0; c < 2; c++) v[r][c] = fmaf(d.a, acc[mi][r][2 * j + c], cm[mi][j]);
-            float *ym = yb + (size_t)m * d.Yh * d.Yw; // (Yh, Yw)
-            if (d.pool == NC_MAXPOOL || d.pool == NC_AVGPOOL) {
-                const int pc = cg * 4 + t;
-                if (pc >= d.Yw) continue;
-                float o;
-                if (d.pool == NC_MAXPOOL)
-                    o = tc_act(d.act, fmaxf(fmaxf(v[0][0], v[0][1]), fmaxf(v[1][0], v[1][1])));
+                for (int c = 0; c < 2; c++) v[2 * r + c] = fmaf(d.a, acc[mi][r][2 * j + c], cm[mi][j]);
+            nc_act_n<FAST>(d.act, v);
+            if (plane[mi][j] == ~0u) continue;
+            if (d.pool == NC_AVGPOOL) {
+                if (col_in) yp[plane[mi][j]] = (v[0] + v[1] + v[2] + v[3]) / 4.0f;
+                continue;
+            }
+            float *ym = yp + plane[mi][j]; /* one base, so that column c + 1 is an immediate offset of c's store */
+            const int ow = cg * 8 + 2 * t;
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                if (2 * pr + r >= d.Ho) continue;
+                if (d.pairs && ow + 1 < d.Wo) /* 8 aligned bytes: a warp's store fills 32-byte sectors */
+                    *reinterpret_cast<float2 *>(ym + r * d.Wo) = make_float2(v[2 * r], v[2 * r + 1]);
                 else
-                    o = (tc_act(d.act, v[0][0]) + tc_act(d.act, v[0][1]) + tc_act(d.act, v[1][0]) +
-                         tc_act(d.act, v[1][1])) /
-                        4.0f;
-                ym[pr * d.Yw + pc] = o;
-            } else {
 #pragma unroll
-                for (int r = 0; r < 2; r++)
-#pragma unroll
-                    for (int c = 0; c < 2; c++) {
-                        const int oh = 2 * pr + r, ow = cg * 8 + 2 * t + c;
-                        if (oh < d.Ho && ow < d.Wo) ym[oh * d.Wo + ow] = tc_act(d.act, v[r][c]);
-                    }
+                    for (int c = 0; c < 2; c++)
+                        if (ow + c < d.Wo) ym[r * d.Wo + c] = v[2 * r + c];
             }
         }
 }
@@ -312,8 +357,10 @@ __global__ void __launch_bounds__(256, 1)
     uint32_t ah[MW][KS][4], al[MW][KS][4];
     int off[KS][2];
     float cm[MW][2];
+    unsigned plane[MW][2];
     tc_offsets<K, MODE, KS>(off, t, d.WS);
     tc_weights<K, MW, MODE, KS>(ah, al, cm, k, bias, mg, g, t, d);
+    tc_planes<MW>(plane, mg, g, d);
     /* The tiles' margins stay zero: written once; each image writes only its own H x W. */
     for (int i = tid; i < d.ipb * d.XS; i += nt) xs[i] = 0u;
 
@@ -333,6 +380,9 @@ __global__ void __launch_bounds__(256, 1)
 
         /* Task w: image w / NP of the group, row pair and column group from w % NP; stepped without dividing. */
         int i = wi / NP, pr = (wi - i * NP) / d.CG, cg = wi - i * NP - pr * d.CG;
+        /* Image i's output (M, Yh, Yw); the group's next image is the grid's next, gridDim.x images on. */
+        const size_t MYY = (size_t)d.M * d.Yh * d.Yw, next = (size_t)gridDim.x * MYY;
+        float *yi = y + tc_image(j0 + i) * MYY;
         while (i < n) {
             const uint32_t *x0 = xs + i * d.XS + 2 * pr * d.WS + cg * 8 + g; // B's column g, conv row 2 pr
             float acc[MW][2][4];
@@ -370,11 +420,14 @@ __global__ void __launch_bounds__(256, 1)
                         }
                     }
             }
-            float *yb = y + tc_image(j0 + i) * d.M * d.Yh * d.Yw; // (M, Yh, Yw)
-            tc_store<MW>(yb, acc, cm, mg, g, t, pr, cg, d);
+            const bool pooled = d.pool != TC_NONE;
+            const int col = pooled ? cg * 4 + t : cg * 8 + 2 * t;
+            float *yp = yi + (unsigned)((pooled ? pr * d.Yw : 2 * pr * d.Wo) + col);
+            tc_store<MW, MODE != MODE_SPLIT_A && MODE != MODE_SPLIT_AB>(yp, acc, cm, plane, !pooled || col < d.Yw, pr,
+                                                                        cg, t, d);
             for (cg += wpg; cg >= d.CG;) {
                 cg -= d.CG;
-                if (++pr == d.PR) pr = 0, i++;
+                if (++pr == d.PR) pr = 0, i++, yi += next;
             }
         }
     }
@@ -383,25 +436,48 @@ __global__ void __launch_bounds__(256, 1)
 typedef void (*tc_kernel_fn)(float *, const float *, const uint8_t *, const float *, const float *, const tc_params);
 
 template <int K, int MW> static tc_kernel_fn tc_pick(int mode) {
+    if constexpr (MW < 4) { /* four tiles a warp only where the fragments fit: tc_mw */
+        if (mode == MODE_SPLIT_A) return conv_tc_kernel<K, MW, MODE_SPLIT_A>;
+        if (mode == MODE_SPLIT_AB) return conv_tc_kernel<K, MW, MODE_SPLIT_AB>;
+    }
     switch (mode) {
-    case MODE_TF32: return conv_tc_kernel<K, MW, MODE_TF32>;
-    case MODE_SPLIT_A: return conv_tc_kernel<K, MW, MODE_SPLIT_A>;
-    case MODE_SPLIT_AB: return conv_tc_kernel<K, MW, MODE_SPLIT_AB>;
+    case MODE_TF32:
+        if constexpr (MW == 4 && K > 5)
+            return NULL;
+        else
+            return conv_tc_kernel<K, MW, MODE_TF32>;
     case MODE_F16: return conv_tc_kernel<K, MW, MODE_F16>;
-    default: return conv_tc_kernel<K, MW, MODE_BF16>;
+    case MODE_BF16: return conv_tc_kernel<K, MW, MODE_BF16>;
+    default: return NULL;
     }
 }
 
-/* Instantiated for K = 3..7, MW = 1, 2 and the five modes (50 kernels); images_per_block is a run-time value. */
+/* Instantiated for K = 3..7, MW = 1, 2 and the five modes, and MW = 4 for fp16 and bf16, and tf32 with K <= 5 (63
+ * kernels); images_per_block is a run-time value. */
+template <int K> static tc_kernel_fn tc_pick_mw(int MW, int mode) {
+    return MW == 1 ? tc_pick<K, 1>(mode) : MW == 2 ? tc_pick<K, 2>(mode) : tc_pick<K, 4>(mode);
+}
+
 static tc_kernel_fn tc_kernel_for(int K, int MW, int mode) {
     switch (K) {
-    case 3: return MW == 1 ? tc_pick<3, 1>(mode) : tc_pick<3, 2>(mode);
-    case 4: return MW == 1 ? tc_pick<4, 1>(mode) : tc_pick<4, 2>(mode);
-    case 5: return MW == 1 ? tc_pick<5, 1>(mode) : tc_pick<5, 2>(mode);
-    case 6: return MW == 1 ? tc_pick<6, 1>(mode) : tc_pick<6, 2>(mode);
-    case 7: return MW == 1 ? tc_pick<7, 1>(mode) : tc_pick<7, 2>(mode);
+    case 3: return tc_pick_mw<3>(MW, mode);
+    case 4: return tc_pick_mw<4>(MW, mode);
+    case 5: return tc_pick_mw<5>(MW, mode);
+    case 6: return tc_pick_mw<6>(MW, mode);
+    case 7: return tc_pick_mw<7>(MW, mode);
     default: return NULL;
     }
+}
+
+/* m16 tiles a warp: all of a layer's up to four (M <= 64) where their fragments fit in registers (one MMA a
+ * product: fp16 and bf16, and tf32 with K <= 5) and the output is pooled, so that each B fragment loaded from
+ * shared memory feeds four tiles' MMAs instead of two; else two, or one for M <= 16. Not for a full-size output:
+ * that is bound by its stores, which want more warps in flight than four tiles' registers leave (2017 layer
+ * unpooled, H100: 1.90 ms against 0.79 with two tiles a warp). */
+static int tc_mw(int MT, int K, int mode, int pooled) {
+    if (pooled && MT >= 4 && MT % 4 == 0 && (mode == MODE_F16 || mode == MODE_BF16 || (mode == MODE_TF32 && K <= 5)))
+        return 4;
+    return MT >= 2 ? 2 : 1;
 }
 
 /* The staged image tile's rows and columns: what the row pairs and column groups read, and at least the image
@@ -461,19 +537,23 @@ static int tc_launch(int version, int ipb, float *y, const float *x, const uint8
         d.PR = d.Yh, d.CG = (2 * d.Yw + 7) / 8;
     }
     tc_tile(H, W, K, e, &d.RS, &d.WS);
-    d.XS = d.RS * d.WS;
     d.RW = x_u8 ? (H * W + 3) / 4 + 1 : H * W; /* pixels: a shifted image spans one word more */
-    d.a = 1.0f, d.c = 0.0f;
+    d.a = 1.0f, d.c = 0.0f, d.neg = 0;
+    d.pairs = d.Wo % 2 == 0 && (uintptr_t)y % 8 == 0;
     if (x_u8) { /* the table is affine (see the header): its ends give a and c */
         d.c = lut->v[0];
         d.a = (float)(((double)lut->v[255] - (double)lut->v[0]) / 255.0);
+        d.neg = d.a < 0.0f;
+        d.a = fabsf(d.a);
     }
-    const int MT = (M + 15) / 16, MW = MT >= 2 ? 2 : 1;
-    d.MG = (MT + MW - 1) / MW;
+    const int MT = (M + 15) / 16;
     const int mode = version == 7   ? MODE_TF32
                      : version == 8 ? (x_u8 ? MODE_SPLIT_A : MODE_SPLIT_AB)
                      : version == 9 ? MODE_F16
                                     : MODE_BF16;
+    d.XS = d.RS * d.WS;
+    const int MW = tc_mw(MT, K, mode, e->pool != TC_NONE);
+    d.MG = (MT + MW - 1) / MW;
     /* A multiple of MG warps a block, at least 4 (MG <= 8, so at most 8). */
     const int threads = 32 * d.MG * ((4 + d.MG - 1) / d.MG);
     const tc_kernel_fn fn = tc_kernel_for(K, MW, mode);
@@ -502,12 +582,12 @@ static int tc_launch(int version, int ipb, float *y, const float *x, const uint8
     return NC_OK;
 }
 
-/* The tunings, the default first. Measured by `nanoconv bench --sweep` on an H100 (2026-11-22, N = 10000, the six
- * first layers of the zoo, fused with uint8 input; docs/PERFORMANCE.md): the spread is under 3%, except 8 images a
- * block on the 2017 layer in fp16 and bf16 (28% and 33% slower: two or three groups a block, the first group's
- * copy exposed). 2 is fastest or within 2% of it everywhere, so it is the default. Several images a block did not
- * buy what was hoped (1 is within 2.4% of the best): the limit is elsewhere. tc_launch lowers it where the batch
- * is small or the images large. */
+/* The tunings, the default first. Measured by `nanoconv bench --sweep` on an H100 (N = 10000, the six first
+ * layers of the zoo, fused with uint8 input; docs/PERFORMANCE.md). With the kernel of 03:20 UTC, 2026-11-22, 2
+ * images a block was fastest or within 2% everywhere. With four tiles a warp (05:01 UTC) 1 was 2-5% faster on the
+ * 2017 layer and within 2.2% elsewhere, but a build that made 1 the default (with other changes) timed erratically
+ * and was not kept: 2 stays. Several images a block never bought what was hoped: the next group's copy overlaps
+ * the tasks anyway. tc_launch lowers it where the batch is small or the images large. */
 static const nc_conv_tc_tuning tc_tunings[] = {{2}, {4}, {1}, {8}};
 
 extern "C" const nc_conv_tc_tuning *nc_conv_tc_tunings(int *n) {

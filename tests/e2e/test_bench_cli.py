@@ -3,8 +3,9 @@
   - --shape text that is not CxHxW:MxK[+ACT][+POOL], a value of 0, a negative one, one past its bound, an
     image too large, or a batch too large for the shape: exit 2 and one message that quotes the text and names
     the field or the problem;
-  - -n lists, options given to the other side's bench (--sweep to cpu, --threads to cuda), several shapes or Ns
-    on the cpu bench: exit 2 with a message that names the option;
+  - -n lists, options given to the other side's bench (--sweep or --versions to cpu, --threads to cuda), several
+    shapes or Ns on the cpu bench, --versions lists that are not conv versions 1..31: exit 2 with a message that
+    names the option;
   - `bench --backend cpu --shape ...` runs the layer on the cpu backend and writes its JSON (where the
     Fashion-MNIST test images are installed), and refuses a non-square layer clearly;
   - `bench-gpu` is an alias: its --help is bench's, word for word; without a GPU (or without CUDA) it fails as
@@ -89,6 +90,11 @@ for n in ["0", "-5", "100,", ",100", "1,x", "1,2,3,4,5,6,7,8,9", "16777217", "1e
 refused(["--backend", "cpu", "--shape", "1x28x28:8x5", "-n", "100,1000"], "-n takes one N")
 refused(["--backend", "cpu", "--shape", "1x28x28:8x5", "--shape", "1x28x28:9x5"], "one model or one --shape")
 refused(["--backend", "cpu", "--shape", "1x28x28:8x5", "--sweep"], "--sweep is for the GPU bench")
+refused(["--backend", "cpu", "--shape", "1x28x28:8x5", "--versions", "5,6"], "--versions is for the GPU bench")
+# --versions: conv versions 1..31, comma-separated, nothing else.
+for bad in ["", "0", "32", "5,", ",5", "5,,6", "x", "5;6", "100", "-5"]:
+    refused(["--backend", "cuda", "--shape", "1x28x28:8x5", "--versions", bad], "--versions takes conv versions",
+            f"'{bad}'", what=f"--versions {bad!r}")
 refused(["--backend", "cpu", "--shape", "1x28x28:8x5", "--check", "100"], "--check is for the GPU bench")
 refused(["--backend", "cuda", "--shape", "1x28x28:8x5", "--threads", "2"], "--threads is for the cpu bench")
 refused(["--backend", "cuda", "--shape", "1x28x28:8x5", "--reps", "2"], "--reps takes 3 to 50")

@@ -100,24 +100,30 @@ static inline void check_rc(int rc, const nc_error *err, const char *what) {
     CHECK(rc == NC_OK);
 }
 
-/* out against ref within tol S + 1e-5 (1 + |ref|), S[i] = sum |w| |x| of output i (the reduced-precision tests'
- * bound: rounding error scales with S, not with the result, which cancellation can make small); keeps the largest
- * |out - ref| / S in *track (where not NULL). */
-static inline void check_scaled(const char *what, double *track, const float *out, const float *ref, const float *S,
-                                size_t n, double tol) {
+/* out against ref within tol S + extra + 1e-5 (1 + |ref|), S[i] = sum |w| |x| of output i (the reduced-precision
+ * tests' bound: rounding error scales with S, not with the result, which cancellation can make small; extra: an
+ * absolute allowance, e.g. for an approximate activation); keeps the largest (|out - ref| - extra) / S in *track
+ * (where not NULL). */
+static inline void check_scaled_extra(const char *what, double *track, const float *out, const float *ref,
+                                      const float *S, size_t n, double tol, double extra) {
     size_t bad = 0;
     double largest = 0.0;
     for (size_t i = 0; i < n; i++) {
         const double d = fabs((double)out[i] - (double)ref[i]);
-        const int ok = d <= tol * S[i] + 1e-5 * (1.0 + fabs((double)ref[i])); /* false for NaN */
+        const int ok = d <= tol * S[i] + extra + 1e-5 * (1.0 + fabs((double)ref[i])); /* false for NaN */
         if (!ok && bad++ < 5)
             fprintf(stderr, "  %s: [%zu] gpu %.9g, ref %.9g, S %.6g\n", what, i, out[i], ref[i], S[i]);
-        const double rel = S[i] > 0.0f ? d / S[i] : d;
+        const double e = d > extra ? d - extra : 0.0, rel = S[i] > 0.0f ? e / S[i] : e;
         if (rel > largest || d != d) largest = rel;
     }
-    if (bad) fprintf(stderr, "%s: %zu of %zu outside %g S + 1e-5 (1 + |ref|)\n", what, bad, n, tol);
+    if (bad) fprintf(stderr, "%s: %zu of %zu outside %g S + %g + 1e-5 (1 + |ref|)\n", what, bad, n, tol, extra);
     if (track && largest > *track) *track = largest;
     CHECK(bad == 0);
+}
+
+static inline void check_scaled(const char *what, double *track, const float *out, const float *ref, const float *S,
+                                size_t n, double tol) {
+    check_scaled_extra(what, track, out, ref, S, n, tol, 0.0);
 }
 
 #endif

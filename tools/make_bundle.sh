@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Packs what a GPU machine needs into one folder that the `run` tool can carry (64 MiB at most): a
+# -DBUILD_SHARED_LIBS=ON build's libnanoconv.so (stripped, gzipped), nanoconv and the GPU test binaries (stripped),
+# the cJSON library the machine lacks, and the Fashion-MNIST test split. tools/bundle.sh unpacks it there.
+#   tools/make_bundle.sh BUILD_DIR OUT_DIR [LIB_DIR] [DATA_DIR]
+# LIB_DIR holds libcjson.so.1* (default .carry/lib), DATA_DIR the t10k .gz files (default .carry/data).
+set -eu
+B=$1 D=$2 L=${3:-.carry/lib} DATA=${4:-.carry/data}
+[ -f "$B/libnanoconv.so" ] || {
+    echo "make_bundle: $B/libnanoconv.so not found (configure with -DBUILD_SHARED_LIBS=ON)" >&2
+    exit 1
+}
+rm -rf "$D" && mkdir -p "$D/lib" "$D/data"
+strip -o "$D/libnanoconv.so" "$B/libnanoconv.so" && gzip -9 "$D/libnanoconv.so"
+strip -o "$D/nanoconv" "$B/nanoconv"
+for t in "$B"/tests/test_conv_ladder "$B"/tests/test_conv_tc "$B"/tests/test_dense_tc "$B"/tests/test_gpu_layers; do
+    [ -x "$t" ] && strip -o "$D/$(basename "$t")" "$t"
+done
+cp -a "$L"/libcjson.so.1* "$D/lib/"
+cp "$DATA"/t10k-*.gz "$D/data/"
+du -sh "$D"
