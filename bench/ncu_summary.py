@@ -32,18 +32,18 @@ def main():
         op = words[0].split(".")[0] if words else "?"
         ops[op] += num(r, executed)
         op_samples[op] += num(r, samples)
+    share = lambda n, of: 100 * n / max(of, 1)  # noqa: E731
     for op, n in ops.most_common(20):
-        print(f"  {op:10s} {100 * n / max(total, 1):5.1f}% of instructions  {100 * op_samples[op] / max(sampled, 1):5.1f}% "
-              "of samples")
+        print(f"  {op:10s} {share(n, total):5.1f}% of instructions  {share(op_samples[op], sampled):5.1f}% of samples")
     reasons = collections.Counter()
     for r in data:
         for i in stalls:
             reasons[hdr[i]] += num(r, i)
-    print("stall reasons: " + ", ".join(f"{k[6:]} {100 * v / max(sampled, 1):.1f}%" for k, v in reasons.most_common(10)))
+    print("stall reasons: " + ", ".join(f"{k[6:]} {share(v, sampled):.1f}%" for k, v in reasons.most_common(10)))
     for r in sorted(data, key=lambda r: -num(r, samples))[:top_n]:
         worst = max(stalls, key=lambda i: num(r, i))
-        print(f"  {r[0][-6:]} samples {num(r, samples):6d} executed {num(r, executed):9d}  {r[source].strip()[:60]:60s} "
-              f"{hdr[worst][6:]} {num(r, worst)}")
+        print(f"  {r[0][-6:]} samples {num(r, samples):6d} executed {num(r, executed):9d}  "
+              f"{r[source].strip()[:60]:60s} {hdr[worst][6:]} {num(r, worst)}")
 
 
 if __name__ == "__main__":

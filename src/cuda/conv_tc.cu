@@ -19,13 +19,12 @@
  * A warp holds MW m16 tiles of weights (tc_mw): four where the layer has 49 to 64 channels, the fragments fit
  * (fp16, bf16; tf32 with K <= 5) and the output is pooled, so that every B fragment it loads from shared memory
  * feeds four tiles' MMAs (2017 layer, H100: tf32 0.39 -> 0.29 ms, fp16 0.44 -> 0.32 ms against two tiles a
- * warp); else two, or one. The
- * epilogue switches on the pooling and the activation once a task, not once an output, and max pooling scales
- * the largest sum once (an ncu profile of the 2017 layer, 2026-11-22: 40 non-MMA instructions a pooled output
- * before, the issue slots 60% busy, 2.4% of the instructions MMAs). Staging the pooled outputs in shared memory
- * for whole-line stores: first 0.471 against 0.419 ms (version 7, an earlier kernel); then, on this one, the L2
- * went from 74% to 21% busy and fp16 gained 13% on the 2017 layer, but the extra barrier and registers cost tf32
- * and the 7x7 layers 30 to 50%.
+ * warp); else two, or one. The epilogue switches on the pooling and the activation once a task, not once an
+ * output, and max pooling scales the largest sum once (an ncu profile of the 2017 layer, 2026-11-22: 40 non-MMA
+ * instructions a pooled output before, the issue slots 60% busy, 2.4% of the instructions MMAs). Staging the
+ * pooled outputs in shared memory for whole-line stores: first 0.471 against 0.419 ms (version 7, an earlier
+ * kernel); then, on this one, the L2 went from 74% to 21% busy and fp16 gained 13% on the 2017 layer, but the
+ * extra barrier and registers cost tf32 and the 7x7 layers 30 to 50%.
  *
  *   7  tc-tf32: m16n8k8 TF32, one MMA per product, the weights rounded to TF32 (10-bit mantissa); float inputs
  *      rounded too. Reduced precision (relative error ~1e-3 of sum |w x|). A fused tanh is tanh.approx.f32
@@ -276,9 +275,9 @@ __device__ __forceinline__ void tc_planes(unsigned (&plane)[MW][2], int mg, int 
 /* Bias, activation and pooling of one task's accumulators. yp: the task's first output in the image's output (M,
  * Yh, Yw): (0, pr, 4 cg + t) pooled, else (0, 2 pr, 8 cg + 2 t). acc[mi][r][2j + c]: channel (mg MW + mi) 16 + g +
  * 8j, conv row 2 pr + r, column 8 cg + 2t + c. The pooling is switched once a task, the activation once a task
- * (max pooling) or once four outputs, not once an output. Max pooling takes the maximum of the raw sums and scales
- * once: v -> a v + cm is monotone as a >= 0 (tc_weights negates the weights where the scaling's a is negative), so this
- * is exact. FAST: tanh.approx (conv_act.cuh). */
+ * (max pooling) or once four outputs, not once an output. Max pooling takes the maximum of the raw sums and
+ * scales once: v -> a v + cm is monotone as a >= 0 (tc_weights negates the weights where the scaling's a is
+ * negative), so this is exact. FAST: tanh.approx (conv_act.cuh). */
 template <int MW, bool FAST>
 __device__ __forceinline__ void tc_store(float *__restrict__ yp, const float (&acc)[MW][2][4], const float (&cm)[MW][2],
                                          const unsigned (&plane)[MW][2], bool col_in, int pr, int cg, int t,
