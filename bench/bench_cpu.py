@@ -33,6 +33,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+import ncpy  # noqa: E402  (the architecture text as a torch model, shared with the oracle tests)
 
 # The course's architectures (docs: DESIGN.md), for --seeded.
 COURSE = {
@@ -76,29 +78,7 @@ def read_safetensors(path):
 def torch_net(layers_text, in_shape, tensors):
     """The model as an nn.Sequential whose module i is layer i (flatten included), weights loaded."""
     import torch
-    mods, (c, h, w) = [], in_shape
-    flat = None
-    for tok in [t.split() for t in layers_text.split(";")]:
-        kind = tok[0]
-        if kind == "conv":
-            m, k = int(tok[1]), int(tok[2])
-            mods.append(torch.nn.Conv2d(c, m, k, bias="bias" in tok))
-            c, h, w = m, h - k + 1, w - k + 1
-        elif kind in ("maxpool", "avgpool"):
-            p, s = int(tok[1]), int(tok[2])
-            mods.append((torch.nn.MaxPool2d if kind == "maxpool" else torch.nn.AvgPool2d)(p, s))
-            h, w = (h - p) // s + 1, (w - p) // s + 1
-        elif kind == "flatten":
-            mods.append(torch.nn.Flatten())
-            flat = c * h * w
-        elif kind == "dense":
-            n = int(tok[1])
-            mods.append(torch.nn.Linear(flat, n, bias="bias" in tok))
-            flat = n
-        else:
-            mods.append({"tanh": torch.nn.Tanh(), "relu": torch.nn.ReLU(), "sigmoid": torch.nn.Sigmoid(),
-                         "softmax": torch.nn.Softmax(dim=1)}[kind])
-    net = torch.nn.Sequential(*mods).eval()
+    net = ncpy.torch_sequential(layers_text, in_shape).eval()
     with torch.no_grad():
         for name, p in net.named_parameters():
             p.copy_(torch.from_numpy(tensors[name]))

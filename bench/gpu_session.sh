@@ -10,9 +10,7 @@
 #   tools/make_bundle.sh build-shared .c2      (about 10 MB with the test split)
 # then  run: BUILD=.c2 bash bench/gpu_session.sh   carry: .c2
 # Binaries are run from /tmp/nc-bin (tools/bundle.sh): the CMake build dir's absolute paths differ on the device
-# machine. Where the binaries and the zoo together pass 64 MiB, carry them stripped and gzipped (nanoconv.gz,
-# test_*.gz), or a -DBUILD_SHARED_LIBS=ON build's small binaries and libnanoconv.so.gz (BUILD=.c2 bash
-# bench/gpu_session.sh).
+# machine.
 set -u
 B=${BUILD:-.ladder}
 OUT=${OUT:-/tmp/nanoconv-out}

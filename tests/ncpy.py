@@ -90,6 +90,35 @@ def write_safetensors(path, tensors, metadata):
         f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
+def torch_sequential(layers_text, in_shape):
+    """The architecture text as a torch nn.Sequential whose module i is layer i (flatten included), with torch's
+    default initial weights: the oracle tests and bench/bench_cpu.py set their own."""
+    import torch
+    mods, (c, h, w) = [], in_shape
+    flat = None
+    for tok in [t.split() for t in layers_text.split(";")]:
+        kind = tok[0]
+        if kind == "conv":
+            m, k = int(tok[1]), int(tok[2])
+            mods.append(torch.nn.Conv2d(c, m, k, bias="bias" in tok))
+            c, h, w = m, h - k + 1, w - k + 1
+        elif kind in ("maxpool", "avgpool"):
+            p, s = int(tok[1]), int(tok[2])
+            mods.append((torch.nn.MaxPool2d if kind == "maxpool" else torch.nn.AvgPool2d)(p, s))
+            h, w = (h - p) // s + 1, (w - p) // s + 1
+        elif kind == "flatten":
+            mods.append(torch.nn.Flatten())
+            flat = c * h * w
+        elif kind == "dense":
+            n = int(tok[1])
+            mods.append(torch.nn.Linear(flat, n, bias="bias" in tok))
+            flat = n
+        else:
+            mods.append({"tanh": torch.nn.Tanh(), "relu": torch.nn.ReLU(), "sigmoid": torch.nn.Sigmoid(),
+                         "softmax": torch.nn.Softmax(dim=1)}[kind])
+    return torch.nn.Sequential(*mods)
+
+
 def run(args, check=True):
     """Runs nanoconv with args; returns the CompletedProcess (text mode)."""
     p = subprocess.run([nanoconv()] + args, capture_output=True, text=True)

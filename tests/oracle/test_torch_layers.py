@@ -32,30 +32,8 @@ chk = ncpy.Checker("test_torch_layers")
 
 
 def torch_net(layers_text, in_shape):
-    """Builds the torch nn.Sequential for an architecture text; returns (net, param_names)."""
-    mods, c, h, w = [], *in_shape
-    flat = None
-    for tok in [t.split() for t in layers_text.split(";")]:
-        kind = tok[0]
-        if kind == "conv":
-            m, k = int(tok[1]), int(tok[2])
-            mods.append(torch.nn.Conv2d(c, m, k, bias="bias" in tok))
-            c, h, w = m, h - k + 1, w - k + 1
-        elif kind in ("maxpool", "avgpool"):
-            p, s = int(tok[1]), int(tok[2])
-            mods.append((torch.nn.MaxPool2d if kind == "maxpool" else torch.nn.AvgPool2d)(p, s))
-            h, w = (h - p) // s + 1, (w - p) // s + 1
-        elif kind == "flatten":
-            mods.append(torch.nn.Flatten())
-            flat = c * h * w
-        elif kind == "dense":
-            n = int(tok[1])
-            mods.append(torch.nn.Linear(flat, n, bias="bias" in tok))
-            flat = n
-        else:
-            mods.append({"tanh": torch.nn.Tanh(), "relu": torch.nn.ReLU(), "sigmoid": torch.nn.Sigmoid(),
-                         "softmax": torch.nn.Softmax(dim=1)}[kind])
-    net = torch.nn.Sequential(*mods)
+    """The torch nn.Sequential for an architecture text, with random weights rounded to float32."""
+    net = ncpy.torch_sequential(layers_text, in_shape)
     with torch.no_grad():
         for p in net.parameters():
             p.copy_(torch.from_numpy(rng.uniform(-1, 1, p.shape)) / np.sqrt(max(1, p[0].numel())))
