@@ -501,9 +501,13 @@ static int sweep_shape(bench *b, conv_ctx *c, double cudnn_ms, nc_error *err) {
         c->version = v;
         double ms[64];
         int nr[64], best = 0;
+        nc_conv_tc_launch how[64];
         const int n = n_tunings < 64 ? n_tunings : 64;
         for (int t = 0; t < n; t++) {
             c->tuning = &tunings[t];
+            if ((rc = nc_conv_tc_describe(v, c->tuning, c->y, c->xu, c->N, h->C, h->H, h->W, h->M, h->K, &c->epi,
+                                          &how[t], err)))
+                return rc;
             if ((rc = time_median(b, op_tc, c, &ms[t], &nr[t], err))) return rc;
             if (ms[t] < ms[best]) best = t;
         }
@@ -511,7 +515,9 @@ static int sweep_shape(bench *b, conv_ctx *c, double cudnn_ms, nc_error *err) {
         char note[96], label[48];
         precision_note(p, note, sizeof note);
         for (int t = 0; t < n; t++) {
-            snprintf(label, sizeof label, "sweep v%d images/block %d", v, tunings[t].images_per_block);
+            /* What ran: images a block as asked for, and as lowered for the batch and the shared memory. */
+            snprintf(label, sizeof label, "sweep v%d ipb %d->%d", v, tunings[t].images_per_block,
+                     how[t].images_per_block);
             const op_cost cost = conv_cost(b, h, c->N, fuse, c->xu != NULL, 4, p);
             char line[160];
             snprintf(line, sizeof line, "%s%s%s%s", fuse ? "fused, " : "alone, ", note, t == 0 ? ", default" : "",
@@ -524,6 +530,8 @@ static int sweep_shape(bench *b, conv_ctx *c, double cudnn_ms, nc_error *err) {
             cJSON_AddStringToObject(r, "version_name", nc_cuda_conv_version_name(v));
             cJSON_AddNumberToObject(r, "tuning", t);
             cJSON_AddNumberToObject(r, "images_per_block", tunings[t].images_per_block);
+            cJSON_AddNumberToObject(r, "images_per_block_run", how[t].images_per_block);
+            cJSON_AddBoolToObject(r, "fixed_shape", how[t].fixed_shape > 0);
             cJSON_AddBoolToObject(r, "default", t == 0);
             cJSON_AddBoolToObject(r, "fastest", t == best);
             cJSON_AddBoolToObject(r, "fused", fuse);

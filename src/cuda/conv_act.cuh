@@ -4,7 +4,7 @@
  * tensor-core kernel (2017 layer, ncu, 2026-11-22) and made the direct kernel's code several times larger.
  * tanhf and expf as the CPU reference uses them, so that exact-fp32 versions stay exact; FAST (the reduced-precision
  * tensor-core versions 7, 9 and 10 only) takes tanh from the multi-function unit instead (tanh.approx.f32, sm_75
- * and up: one MUFU.TANH for tanhf's ~17 instructions). Its relative error, at most 1.04e-5 (2^-16.6) over 15,360
+ * and up: one MUFU.TANH for tanhf's ~17 instructions). Its relative error, at most 1.09e-5 (2^-16.5) over 15,360
  * values from 1e-4 to 9 on an H100 (tests/gpu/test_conv_tc.c, which holds it to 2^-15), is 40 times below fp16's
  * and tf32's rounding of the weights (2^-11).
  */

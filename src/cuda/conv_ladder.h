@@ -91,6 +91,21 @@ typedef struct nc_conv_tc_tuning {
 /* The tunings the tensor-core versions are built with, *n of them; the first is nc_conv_launch_tc's. */
 const nc_conv_tc_tuning *nc_conv_tc_tunings(int *n);
 
+/* How nc_conv_launch_tc_tuned would run a layer (nc_conv_tc_describe). */
+typedef struct nc_conv_tc_launch {
+    int tensor_cores;     /* 0: version 6 runs it (the other fields 0) */
+    int fixed_shape;      /* > 0: the layer runs on a kernel compiled for its shape (conv_tc.cu's tc_fixed_layer) */
+    int images_per_block; /* the tuning's, as lowered for the batch and the shared memory */
+    int blocks, threads;  /* the grid */
+    size_t shared_bytes;  /* a block's dynamic shared memory */
+} nc_conv_tc_launch;
+
+/* What version 7..10 with `tuning` (NULL: the default) would launch for these arguments of nc_conv_launch_tc (y and
+ * x_u8 only for their alignment; x_u8 NULL: float input); launches nothing. An error only for a bad version or
+ * tuning, or from CUDA. */
+int nc_conv_tc_describe(int version, const nc_conv_tc_tuning *tuning, const float *y, const uint8_t *x_u8, int B, int C,
+                        int H, int W, int M, int K, const nc_conv_epilogue *e, nc_conv_tc_launch *out, nc_error *err);
+
 /* nc_conv_launch_tc with the given tuning (one of nc_conv_tc_tunings'; NULL: the default). */
 int nc_conv_launch_tc_tuned(int version, const nc_conv_tc_tuning *tuning, float *y, const float *x, const uint8_t *x_u8,
                             const nc_conv_lut *lut, const float *k, const float *bias, int B, int C, int H, int W,

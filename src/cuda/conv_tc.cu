@@ -6,10 +6,9 @@
  * never built: B[k][n] is read straight from the image staged in shared memory at per-thread offsets computed
  * once. Each warp computes two n8 tiles at a time: conv rows 2i and 2i+1 over the same 8 columns, so that a
  * thread's accumulators c0/c1 (columns 2t, 2t+1 of its channel, PTX ISA's m16n8 C fragment) of both tiles are one
- * whole 2x2 pooling window: bias, max (or the activations' mean) and the activation happen in registers and the
- * pooled output is stored straight from them (staging it in shared memory for whole-line stores was measured
- * twice, and lost both times: below). Max first, then the activation: tanh, relu and 1/(1+expf(-v)) are
- * monotone, so this equals pooling the activations.
+ * whole 2x2 pooling window: bias, max (or the activations' mean) and the activation happen in registers, and the
+ * pooled output is stored from them, or staged (below). Max first, then the activation: tanh, relu and
+ * 1/(1+expf(-v)) are monotone, so this equals pooling the activations.
  *
  * A persistent grid: block j takes images j, j + grid, j + 2 grid, ... in groups of images_per_block (a tuning,
  * nc_conv_tc_tunings). While the warps compute one group, the next group's raw bytes are already on their way into
@@ -21,10 +20,16 @@
  * feeds four tiles' MMAs (2017 layer, H100: tf32 0.39 -> 0.29 ms, fp16 0.44 -> 0.32 ms against two tiles a
  * warp); else two, or one. The epilogue switches on the pooling and the activation once a task, not once an
  * output, and max pooling scales the largest sum once (an ncu profile of the 2017 layer, 2026-11-22: 40 non-MMA
- * instructions a pooled output before, the issue slots 60% busy, 2.4% of the instructions MMAs). Staging the
- * pooled outputs in shared memory for whole-line stores: first 0.471 against 0.419 ms (version 7, an earlier
- * kernel); then, on this one, the L2 went from 74% to 21% busy and fp16 gained 13% on the 2017 layer, but the
- * extra barrier and registers cost tf32 and the 7x7 layers 30 to 50%.
+ * instructions a pooled output before, the issue slots 60% busy, 2.4% of the instructions MMAs).
+ *
+ * The zoo's first layers whose pooled planes are whole 16-byte words (tc_fixed_layer: 2017, 2018 spring, 2019
+ * spring, 2020) have kernels of their own shape (FIX > 0): every stride and offset an immediate, no switch in the
+ * epilogue, the channels past M known; the 2017 kernel has 40% of the general one's instructions and 107 registers
+ * against 164. Their pooled outputs are staged in shared memory and written by bulk copies (tc_flush). Neither
+ * alone paid, measured side by side (H100, 2017 layer, fp16, N = 10000): the fixed shape alone 0.28 -> 0.33 ms (the
+ * warps, now issuing faster, queued behind their 16-byte stores: MIO throttle and the stores' register
+ * scoreboards, 40% of the stall samples), staging alone 0.25 -> 0.27 (the general kernel is bound by its own
+ * instructions, issue slots 36% busy); both 0.28 -> 0.135 ms. All other layers take the general kernels.
  *
  *   7  tc-tf32: m16n8k8 TF32, one MMA per product, the weights rounded to TF32 (10-bit mantissa); float inputs
  *      rounded too. Reduced precision (relative error ~1e-3 of sum |w x|). A fused tanh is tanh.approx.f32
@@ -55,6 +60,8 @@
  * C > 1, pooling other than 2/2, K outside 3..7, M > 256, a float image's buffers over TC_SMEM_MAX or pixels not
  * 4-byte aligned go to version 6 (conv_direct.cu) unchanged.
  */
+#include <string.h>
+
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -71,20 +78,79 @@ enum { TC_NONE = -1 };
  * three; MODE_F16 and MODE_BF16 one m16n8k16 MMA on pairs of taps. */
 enum { MODE_TF32 = 0, MODE_SPLIT_A = 1, MODE_SPLIT_AB = 2, MODE_F16 = 3, MODE_BF16 = 4 };
 
-struct tc_params {
-    int B, H, W, M;
+/* A layer's geometry as the kernel walks it. */
+struct tc_shape {
+    int H, W, M;
     int Ho, Wo;    /* the convolution's output */
     int Yh, Yw;    /* what is stored: the pooled output, or Ho x Wo */
     int PR, CG;    /* conv row pairs and 8-column groups computed */
-    int RS, WS;    /* the staged image tile, zero past the image: (RS, WS) = (2 PR + K-1, 8 CG + K-1) */
+    int RS, WS;    /* the staged image tile, zero past the image: at least (2 PR + K-1, 8 CG + K-1), and the image */
+    int XS;        /* 4-byte words of one staged tile: RS WS */
     int act, pool; /* nc_layer_kind or TC_NONE */
-    int MG;        /* groups of MW m16 tiles: warp w takes group w % MG */
-    int ipb;       /* images staged and computed between two barriers */
-    int XS, RW;    /* 4-byte words of one staged tile (RS WS) and of one image's raw copy */
-    float a, c;    /* pixel input: v(p) = (neg ? -a : a) p + c (a = 1, c = 0 for float input) */
-    int neg;       /* the scaling's a was negative: the weights are negated in the fragments (tc_weights) */
-    int pairs;     /* unpooled: Wo even and y 8-byte aligned, so that two adjacent outputs are one float2 store */
 };
+
+__host__ __device__ constexpr tc_shape tc_shape_of(int H, int W, int M, int K, int act, int pool) {
+    tc_shape s{};
+    s.H = H, s.W = W, s.M = M, s.act = act, s.pool = pool;
+    s.Ho = H - K + 1, s.Wo = W - K + 1;
+    if (pool == TC_NONE) {
+        s.Yh = s.Ho, s.Yw = s.Wo;
+        s.PR = (s.Ho + 1) / 2, s.CG = (s.Wo + 7) / 8;
+    } else {
+        s.Yh = (s.Ho - 2) / 2 + 1, s.Yw = (s.Wo - 2) / 2 + 1;
+        s.PR = s.Yh, s.CG = (2 * s.Yw + 7) / 8;
+    }
+    s.RS = 2 * s.PR + K - 1 > H ? 2 * s.PR + K - 1 : H;
+    s.WS = 8 * s.CG + K - 1 > W ? 8 * s.CG + K - 1 : W;
+    s.XS = s.RS * s.WS;
+    return s;
+}
+
+/* Layers with a kernel of their own (the course's "one kernel per layer shape where that pays"): conv_tc_kernel's
+ * FIX > 0 is layer FIX of this list, whose shape is then known at compile time, so that every offset and stride is
+ * an immediate, the epilogue has no switch and the channels past M are known; and these kernels stage their pooled
+ * outputs (tc_flush). The zoo's first layers whose pooled planes are whole 16-byte words (Yh Yw a multiple of 4);
+ * measured in docs/PERFORMANCE.md. */
+struct tc_layer {
+    int H, W, M, K, act, pool;
+};
+#define TC_FIXED 4 /* layers in the list */
+__host__ __device__ constexpr tc_layer tc_fixed_layer(int fix) {
+    return fix == 1   ? tc_layer{28, 28, 50, 5, NC_TANH, NC_MAXPOOL} /* fashion-2017 */
+           : fix == 2 ? tc_layer{64, 64, 6, 5, NC_TANH, NC_MAXPOOL}  /* fashion-2018-spring */
+           : fix == 3 ? tc_layer{48, 48, 6, 5, NC_TANH, NC_MAXPOOL}  /* fashion-2019-spring */
+           : fix == 4 ? tc_layer{86, 86, 4, 7, NC_RELU, NC_MAXPOOL}  /* fashion-2020 */
+                      : tc_layer{0, 0, 0, 0, TC_NONE, TC_NONE};
+}
+__host__ __device__ constexpr bool tc_fixed_ok(int fix) { /* max-pooled planes of whole 16-byte words */
+    return fix > TC_FIXED || (tc_fixed_layer(fix).pool == NC_MAXPOOL &&
+                              (tc_fixed_layer(fix).H - tc_fixed_layer(fix).K + 1) / 2 *
+                                      ((tc_fixed_layer(fix).W - tc_fixed_layer(fix).K + 1) / 2) % 4 ==
+                                  0 &&
+                              tc_fixed_ok(fix + 1));
+}
+static_assert(tc_fixed_ok(1), "a fixed layer's pooled planes are staged in 16-byte words");
+
+struct tc_params {
+    tc_shape s; /* read only by the kernels of no fixed shape (FIX 0) */
+    int B;
+    int ipb;    /* images staged and computed between two barriers */
+    int RW;     /* 4-byte words of one image's raw copy */
+    float a, c; /* pixel input: v(p) = (neg ? -a : a) p + c (a = 1, c = 0 for float input) */
+    int neg;    /* the scaling's a was negative: the weights are negated in the fragments (tc_weights) */
+    int pairs;  /* unpooled: Wo even and y 8-byte aligned, so that two adjacent outputs are one float2 store */
+};
+
+/* The shape a kernel walks: its own where FIX > 0 (constants), else the parameters'. */
+template <int FIX> __device__ __forceinline__ tc_shape tc_shape_for(const tc_params &d) {
+    if constexpr (FIX > 0) {
+        constexpr tc_layer l = tc_fixed_layer(FIX);
+        constexpr tc_shape s = tc_shape_of(l.H, l.W, l.M, l.K, l.act, l.pool);
+        return s;
+    } else {
+        return d.s;
+    }
+}
 
 __device__ __forceinline__ uint32_t tc_tf32(float v) {
     uint32_t r;
@@ -142,13 +208,62 @@ __device__ __forceinline__ size_t tc_image(int j) {
     return (size_t)blockIdx.x + (size_t)j * gridDim.x;
 }
 
+/* Kernels of a fixed layer (FIX > 0) stage their pooled outputs: the tasks store an image's into shared memory,
+ * one plane of PS words a channel (tc_stage_stride), and tc_flush hands each plane to the copy engine as one bulk
+ * copy into y (cp.async.bulk, sm_90, PTX ISA 8.0), which writes whole 32-byte sectors and takes the global stores
+ * off the warps' memory pipe. Without it (2017 layer, ncu, 2026-11-22) each warp store wrote 16 bytes into each of
+ * 8 sectors, and the warps queued behind them (MIO throttle and their registers' scoreboards: 40% of the stall
+ * samples). PS is Yh Yw (a multiple of 4) rounded up to 4 mod 8: 16-byte aligned planes, and a warp's stores
+ * (channels g at PS g words, columns t) on 32 different banks. */
+__host__ __device__ constexpr int tc_stage_stride(int YY) {
+    return YY % 8 == 4 ? YY : YY + 4;
+}
+
+/* Bulk copies of the stage's n images (M planes each) to the block's images j0 .. j0+n-1 of y; this thread's, as
+ * one bulk group. */
+__device__ __forceinline__ void tc_flush(float *__restrict__ y, unsigned stage, int j0, int n, const tc_shape &S) {
+#if __CUDA_ARCH__ >= 900
+    const int YY = S.Yh * S.Yw, PS = tc_stage_stride(YY);
+    for (int p = (int)threadIdx.x; p < n * S.M; p += (int)blockDim.x) {
+        const int i = p / S.M, m = p - i * S.M;
+        float *dst = y + (tc_image(j0 + i) * S.M + m) * YY;
+        asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst),
+                     "r"(stage + 4u * (unsigned)(p * PS)), "r"(4 * YY)
+                     : "memory");
+    }
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+#endif
+}
+
+/* Until this thread's bulk copies have read the stage (WRITTEN: and written y). */
+template <bool WRITTEN> __device__ __forceinline__ void tc_flush_wait() {
+#if __CUDA_ARCH__ >= 900
+    if constexpr (WRITTEN)
+        asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+    else
+        asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+#endif
+}
+
+/* The stage's stores so far made visible to the copy engine (the async proxy), once a barrier follows. */
+__device__ __forceinline__ void tc_stage_fence() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+
+/* Where a block's stage starts, in 4-byte words of its shared memory: after ipb tiles and 2 ipb raw copies. */
+__host__ __device__ constexpr int tc_stage_at(int XS, int RW, int ipb) {
+    return (ipb * (XS + 2 * RW) + 3) / 4 * 4;
+}
+
 /* Issues (does not wait for) the copies of the block's images j0 .. j0+n-1 into raw (n, RW): n images of floats,
  * or of pixels from the 4-byte word that holds their first byte (the image starts at byte (b H W) % 4 of its
  * copy); the batch's last word reads only the batch's bytes. */
 __device__ __forceinline__ void tc_fetch(uint32_t *raw, const float *__restrict__ x, const uint8_t *__restrict__ xu,
-                                         int j0, int n, const tc_params &d) {
+                                         int j0, int n, const tc_shape &S, const tc_params &d) {
     const int tid = (int)threadIdx.x, nt = (int)blockDim.x;
-    const size_t HW = (size_t)d.H * d.W;
+    const size_t HW = (size_t)S.H * S.W;
     for (int i = 0; i < n; i++) {
         const size_t b = tc_image(j0 + i);
         uint32_t *dst = raw + i * d.RW;
@@ -176,22 +291,22 @@ __device__ __forceinline__ float tc_raw(const uint32_t *raw, bool u8, int shift,
  * rounded to TF32 for MODE_TF32 (pixels are already exact); 16-bit modes: the pairs (x[r][c], x[r][c+1]) rounded,
  * 0 past the row. Warp w converts rows w, w + warps, ... */
 template <int MODE>
-__device__ __forceinline__ void tc_convert(uint32_t *xs, const uint32_t *raw, bool u8, int j0, int n,
+__device__ __forceinline__ void tc_convert(uint32_t *xs, const uint32_t *raw, bool u8, int j0, int n, const tc_shape &S,
                                            const tc_params &d) {
     const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5, nw = (int)blockDim.x >> 5;
-    const int HW4 = d.H * d.W & 3;
+    const int HW4 = S.H * S.W & 3;
     for (int i = 0; i < n; i++) {
         const uint32_t *src = raw + i * d.RW;
         const int shift = u8 ? (int)(tc_image(j0 + i) & 3) * HW4 & 3 : 0; /* (b H W) % 4 */
-        for (int r = warp; r < d.H; r += nw) {
-            const int e0 = r * d.W;
-            uint32_t *dst = xs + i * d.XS + r * d.WS;
-            for (int c = lane; c < d.W; c += 32) {
+        for (int r = warp; r < S.H; r += nw) {
+            const int e0 = r * S.W;
+            uint32_t *dst = xs + i * S.XS + r * S.WS;
+            for (int c = lane; c < S.W; c += 32) {
                 const float v = tc_raw(src, u8, shift, e0 + c);
                 if constexpr (MODE >= MODE_F16) {
                     float unused0, unused1;
                     dst[c] =
-                        tc_pack<MODE>(v, c + 1 < d.W ? tc_raw(src, u8, shift, e0 + c + 1) : 0.0f, &unused0, &unused1);
+                        tc_pack<MODE>(v, c + 1 < S.W ? tc_raw(src, u8, shift, e0 + c + 1) : 0.0f, &unused0, &unused1);
                 } else {
                     dst[c] = MODE == MODE_TF32 && !u8 ? tc_tf32(v) : __float_as_uint(v);
                 }
@@ -223,7 +338,7 @@ template <int K, int MODE, int KS> __device__ __forceinline__ void tc_offsets(in
 template <int K, int MW, int MODE, int KS>
 __device__ __forceinline__ void tc_weights(uint32_t (&ah)[MW][KS][4], uint32_t (&al)[MW][KS][4], float (&cm)[MW][2],
                                            const float *__restrict__ k, const float *__restrict__ bias, int mg, int g,
-                                           int t, const tc_params &d) {
+                                           int t, const tc_shape &S, const tc_params &d) {
     constexpr int KK = K * K, PPR = (K + 1) / 2;
 #pragma unroll
     for (int mi = 0; mi < MW; mi++)
@@ -239,14 +354,14 @@ __device__ __forceinline__ void tc_weights(uint32_t (&ah)[MW][KS][4], uint32_t (
                     const int j = ks * 8 + t + 4 * h;
                     if constexpr (MODE >= MODE_F16) {
                         const int p = j / PPR, q = 2 * (j % PPR);
-                        const bool in = m < d.M && j < K * PPR;
+                        const bool in = m < S.M && j < K * PPR;
                         const float w0 = in ? sg * k[m * KK + p * K + q] : 0.0f;
                         const float w1 = in && q + 1 < K ? sg * k[m * KK + p * K + q + 1] : 0.0f;
                         float r0, r1;
                         ah[mi][ks][r + 2 * h] = tc_pack<MODE>(w0, w1, &r0, &r1);
                         s += r0 + r1;
                     } else {
-                        const float w = m < d.M && j < KK ? sg * k[m * KK + j] : 0.0f;
+                        const float w = m < S.M && j < KK ? sg * k[m * KK + j] : 0.0f;
                         const uint32_t hi = tc_tf32(w);
                         ah[mi][ks][r + 2 * h] = hi;
                         al[mi][ks][r + 2 * h] = tc_tf32(w - __uint_as_float(hi));
@@ -255,34 +370,23 @@ __device__ __forceinline__ void tc_weights(uint32_t (&ah)[MW][KS][4], uint32_t (
                 }
             s += __shfl_xor_sync(0xffffffffu, s, 1);
             s += __shfl_xor_sync(0xffffffffu, s, 2);
-            cm[mi][r] = d.c * (sg * s) + (bias && m < d.M ? bias[m] : 0.0f);
+            cm[mi][r] = d.c * (sg * s) + (bias && m < S.M ? bias[m] : 0.0f);
         }
 }
 
-/* Where this thread's channels (mg MW + mi) 16 + g + 8 j start in an image's output (M, Yh, Yw); ~0u past M.
- * Unsigned, so that a store's address is one wide multiply-add. */
-template <int MW>
-__device__ __forceinline__ void tc_planes(unsigned (&plane)[MW][2], int mg, int g, const tc_params &d) {
-#pragma unroll
-    for (int mi = 0; mi < MW; mi++)
-#pragma unroll
-        for (int j = 0; j < 2; j++) {
-            const int m = (mg * MW + mi) * 16 + g + 8 * j;
-            plane[mi][j] = m < d.M ? (unsigned)(m * d.Yh * d.Yw) : ~0u;
-        }
-}
-
-/* Bias, activation and pooling of one task's accumulators. yp: the task's first output in the image's output (M,
- * Yh, Yw): (0, pr, 4 cg + t) pooled, else (0, 2 pr, 8 cg + 2 t). acc[mi][r][2j + c]: channel (mg MW + mi) 16 + g +
- * 8j, conv row 2 pr + r, column 8 cg + 2t + c. The pooling is switched once a task, the activation once a task
- * (max pooling) or once four outputs, not once an output. Max pooling takes the maximum of the raw sums and
- * scales once: v -> a v + cm is monotone as a >= 0 (tc_weights negates the weights where the scaling's a is
- * negative), so this is exact. FAST: tanh.approx (conv_act.cuh). */
-template <int MW, bool FAST>
-__device__ __forceinline__ void tc_store(float *__restrict__ yp, const float (&acc)[MW][2][4], const float (&cm)[MW][2],
-                                         const unsigned (&plane)[MW][2], bool col_in, int pr, int cg, int t,
-                                         const tc_params &d) {
-    if (d.pool == NC_MAXPOOL) {
+/* Bias, activation and pooling of one task's accumulators. acc[mi][r][2j + c]: channel m0 + 16 mi + 8 j (m0 = mg MW
+ * 16 + g, this thread's first), conv row 2 pr + r, column 8 cg + 2t + c. yp: where channel m0's first output of the
+ * task goes in the image's output (M, Yh, Yw): (m0, pr, 4 cg + t) pooled, else (m0, 2 pr, 8 cg + 2 t); channel
+ * m0 + n is n Yh Yw floats on (an immediate offset in a kernel of fixed shape). The pooling is switched once a task,
+ * the activation once a task (max pooling) or once four outputs, not once an output. Max pooling takes the maximum
+ * of the raw sums and scales once: v -> a v + cm is monotone as a >= 0 (tc_weights negates the weights where the
+ * scaling's a is negative), so this is exact. FAST: tanh.approx (conv_act.cuh). */
+template <int MW, bool FAST, bool STAGE>
+__device__ __forceinline__ void tc_store(float *__restrict__ yp, unsigned sp, const float (&acc)[MW][2][4],
+                                         const float (&cm)[MW][2], int m0, bool col_in, int pr, int cg, int t,
+                                         const tc_shape &S, const tc_params &d) {
+    const int YY = S.Yh * S.Yw;
+    if (S.pool == NC_MAXPOOL) {
         float o[MW * 2];
 #pragma unroll
         for (int mi = 0; mi < MW; mi++)
@@ -291,60 +395,80 @@ __device__ __forceinline__ void tc_store(float *__restrict__ yp, const float (&a
                 const float *a = acc[mi][0] + 2 * j, *b = acc[mi][1] + 2 * j;
                 o[2 * mi + j] = fmaf(d.a, fmaxf(fmaxf(a[0], a[1]), fmaxf(b[0], b[1])), cm[mi][j]);
             }
-        nc_act_n<FAST>(d.act, o);
+        nc_act_n<FAST>(S.act, o);
         if (!col_in) return;
 #pragma unroll
         for (int mi = 0; mi < MW; mi++)
 #pragma unroll
-            for (int j = 0; j < 2; j++)
-                if (plane[mi][j] != ~0u) yp[plane[mi][j]] = o[2 * mi + j];
+            for (int j = 0; j < 2; j++) {
+                if (m0 + 16 * mi + 8 * j >= S.M) continue;
+                if constexpr (STAGE)
+                    asm volatile(
+                        "st.shared.f32 [%0], %1;" ::"r"(sp + 4u * (unsigned)((16 * mi + 8 * j) * tc_stage_stride(YY))),
+                        "f"(o[2 * mi + j])
+                        : "memory");
+                else
+                    yp[(16 * mi + 8 * j) * YY] = o[2 * mi + j];
+            }
         return;
     }
-    /* Average pooling or none: a channel's four values at a time, so that few are live at once (the full-size
-     * output is bound by its stores, which want as many warps resident as the registers allow). */
+    if constexpr (!STAGE) { /* staged kernels are max-pooled: never here */
+        /* Average pooling or none: a channel's four values at a time, so that few are live at once (the full-size
+         * output is bound by its stores, which want as many warps resident as the registers allow). */
 #pragma unroll
-    for (int mi = 0; mi < MW; mi++)
+        for (int mi = 0; mi < MW; mi++)
 #pragma unroll
-        for (int j = 0; j < 2; j++) {
-            float v[4]; /* [r][c] */
+            for (int j = 0; j < 2; j++) {
+                float v[4]; /* [r][c] */
 #pragma unroll
-            for (int r = 0; r < 2; r++)
+                for (int r = 0; r < 2; r++)
 #pragma unroll
-                for (int c = 0; c < 2; c++) v[2 * r + c] = fmaf(d.a, acc[mi][r][2 * j + c], cm[mi][j]);
-            nc_act_n<FAST>(d.act, v);
-            if (plane[mi][j] == ~0u) continue;
-            if (d.pool == NC_AVGPOOL) {
-                if (col_in) yp[plane[mi][j]] = (v[0] + v[1] + v[2] + v[3]) / 4.0f;
-                continue;
+                    for (int c = 0; c < 2; c++) v[2 * r + c] = fmaf(d.a, acc[mi][r][2 * j + c], cm[mi][j]);
+                nc_act_n<FAST>(S.act, v);
+                if (m0 + 16 * mi + 8 * j >= S.M) continue;
+                float *ym =
+                    yp + (16 * mi + 8 * j) * YY; /* one base, so that column c + 1 is an immediate offset of c's */
+                if (S.pool == NC_AVGPOOL) {
+                    if (col_in) *ym = (v[0] + v[1] + v[2] + v[3]) / 4.0f;
+                    continue;
+                }
+                const int ow = cg * 8 + 2 * t;
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    if (2 * pr + r >= S.Ho) continue;
+                    if (d.pairs && ow + 1 < S.Wo) /* 8 aligned bytes: a warp's store fills 32-byte sectors */
+                        *reinterpret_cast<float2 *>(ym + r * S.Wo) = make_float2(v[2 * r], v[2 * r + 1]);
+                    else
+#pragma unroll
+                        for (int c = 0; c < 2; c++)
+                            if (ow + c < S.Wo) ym[r * S.Wo + c] = v[2 * r + c];
+                }
             }
-            float *ym = yp + plane[mi][j]; /* one base, so that column c + 1 is an immediate offset of c's store */
-            const int ow = cg * 8 + 2 * t;
-#pragma unroll
-            for (int r = 0; r < 2; r++) {
-                if (2 * pr + r >= d.Ho) continue;
-                if (d.pairs && ow + 1 < d.Wo) /* 8 aligned bytes: a warp's store fills 32-byte sectors */
-                    *reinterpret_cast<float2 *>(ym + r * d.Wo) = make_float2(v[2 * r], v[2 * r + 1]);
-                else
-#pragma unroll
-                    for (int c = 0; c < 2; c++)
-                        if (ow + c < d.Wo) ym[r * d.Wo + c] = v[2 * r + c];
-            }
-        }
+    }
 }
 
 /* Each block: its images in groups of d.ipb, group n + 1 fetched while group n is computed. smem holds xs
- * (ipb, XS), the staged tiles, then raw (2, ipb, RW), two groups' copies as fetched. Warp w computes the channels
- * of m group w % MG on the group's (image, row pair, column group) tasks w / MG, + warps / MG, ... MW m16 tiles per
- * warp; K at compile time so that every fragment array has constant indices. The bounds' 1 (a block an SM at
- * least): without it ptxas held some kernels to 64, 80 or 128 registers and spilled up to 36 bytes. */
-template <int K, int MW, int MODE>
+ * (ipb, XS), the staged tiles, then raw (2, ipb, RW), two groups' copies as fetched, and in a fixed layer's kernel
+ * (FIX > 0) the stage (ipb, M, PS) from word tc_stage_at: group n's outputs, flushed after the barrier that starts
+ * group n + 1 and read out before its tasks store. Warp w computes the channels of m group w % MG on the group's
+ * (image, row pair, column group) tasks w / MG, + warps / MG, ... MW m16 tiles per warp; K at compile time so that
+ * every fragment array has constant indices. The bounds' 1 (a block an SM at least): without it ptxas held some
+ * kernels to 64, 80 or 128 registers and spilled up to 36 bytes (and 128 for the four-tile fp16 kernels, for a
+ * fourth block an SM, spilled and halved their speed: docs/PERFORMANCE.md). */
+template <int K, int MW, int MODE, int FIX>
 __global__ void __launch_bounds__(256, 1)
     conv_tc_kernel(float *__restrict__ y, const float *__restrict__ x, const uint8_t *__restrict__ xu,
                    const float *__restrict__ k, const float *__restrict__ bias, const tc_params d) {
     constexpr bool PAIRS = MODE >= MODE_F16;
     constexpr int KS = PAIRS ? (K * ((K + 1) / 2) + 7) / 8 : (K * K + 7) / 8;
+    const tc_shape S = tc_shape_for<FIX>(d);
+    const int MG = ((S.M + 15) / 16 + MW - 1) / MW; /* groups of MW m16 tiles: warp w takes group w % MG */
+    /* The fixed layers' kernels stage their pooled outputs (tc_flush): (ipb, M, PS) floats after the raw copies. */
+    constexpr bool STAGE = FIX > 0;
+    const int PS = tc_stage_stride(S.Yh * S.Yw);
     extern __shared__ __align__(16) uint32_t smem[];
-    uint32_t *xs = smem, *raw = smem + d.ipb * d.XS;
+    uint32_t *xs = smem, *raw = smem + d.ipb * S.XS;
+    const unsigned stage = (unsigned)__cvta_generic_to_shared(smem + tc_stage_at(S.XS, d.RW, d.ipb));
     const int tid = (int)threadIdx.x, nt = (int)blockDim.x;
     /* The lane through a shuffle: ptxas re-read threadIdx (S2R, tens of cycles) inside the task loop to recompute g
      * and t rather than keep them (the top stall in an ncu profile of version 10, 2026-11-22); a shuffle's result
@@ -352,44 +476,49 @@ __global__ void __launch_bounds__(256, 1)
      * 0.293 -> 0.279, 3xtf32 unchanged, and 1-4% off the 7x7 and 64x64 layers; but bf16 on the 2017 layer went
      * 0.280 -> 0.313 (other code around the MMAs), so bf16 keeps threadIdx. */
     const int lane = MODE != MODE_BF16 ? __shfl_sync(0xffffffffu, tid & 31, tid & 31) : tid & 31;
-    const int warp = tid >> 5, g = lane >> 2, t = lane & 3;
-    const int mg = warp % d.MG, wpg = (nt >> 5) / d.MG, wi = warp / d.MG;
+    const int warp = tid >> 5, g = lane >> 2 & 7, t = lane & 3; /* & 7: so that the compiler knows g < 8 */
+    const int mg = warp % MG, wpg = (nt >> 5) / MG, wi = warp / MG;
+    const int m0 = mg * MW * 16 + g; /* this thread's first channel */
 
     /* This block's images, and so its groups, before any work: the first group's copy starts at once. */
     const int nb = (int)((d.B - 1 - (int)blockIdx.x) / (int)gridDim.x) + 1, ngroups = (nb + d.ipb - 1) / d.ipb;
-    tc_fetch(raw, x, xu, 0, nb < d.ipb ? nb : d.ipb, d);
+    tc_fetch(raw, x, xu, 0, nb < d.ipb ? nb : d.ipb, S, d);
 
     uint32_t ah[MW][KS][4], al[MW][KS][4];
     int off[KS][2];
     float cm[MW][2];
-    unsigned plane[MW][2];
-    tc_offsets<K, MODE, KS>(off, t, d.WS);
-    tc_weights<K, MW, MODE, KS>(ah, al, cm, k, bias, mg, g, t, d);
-    tc_planes<MW>(plane, mg, g, d);
+    tc_offsets<K, MODE, KS>(off, t, S.WS);
+    tc_weights<K, MW, MODE, KS>(ah, al, cm, k, bias, mg, g, t, S, d);
     /* The tiles' margins stay zero: written once; each image writes only its own H x W. */
-    for (int i = tid; i < d.ipb * d.XS; i += nt) xs[i] = 0u;
+    for (int i = tid; i < d.ipb * S.XS; i += nt) xs[i] = 0u;
 
-    const int NP = d.PR * d.CG;
+    const int NP = S.PR * S.CG;
     for (int gi = 0; gi < ngroups; gi++) {
         const int j0 = gi * d.ipb, n = nb - j0 < d.ipb ? nb - j0 : d.ipb;
         uint32_t *cur = raw + (gi & 1) * d.ipb * d.RW;
         if (gi + 1 < ngroups) /* into the other buffer: its last reader was the convert before the last barrier */
             tc_fetch(raw + ((gi + 1) & 1) * d.ipb * d.RW, x, xu, j0 + d.ipb,
-                     nb - j0 - d.ipb < d.ipb ? nb - j0 - d.ipb : d.ipb, d);
+                     nb - j0 - d.ipb < d.ipb ? nb - j0 - d.ipb : d.ipb, S, d);
         else
             asm volatile("cp.async.commit_group;" ::: "memory"); /* an empty group: wait_group 1 below stays right */
         asm volatile("cp.async.wait_group 1;" ::: "memory");     /* this thread's copies of group gi have landed */
-        __syncthreads(); /* everyone's have, and the last group's tasks are done with xs */
-        tc_convert<MODE>(xs, cur, xu != NULL, j0, n, d);
+        if constexpr (STAGE) tc_stage_fence();
+        __syncthreads(); /* everyone's have, and the last group's tasks are done with xs (and the stage) */
+        if constexpr (STAGE)
+            if (gi > 0) tc_flush(y, stage, j0 - d.ipb, d.ipb, S); /* the last group's outputs */
+        tc_convert<MODE>(xs, cur, xu != NULL, j0, n, S, d);
+        if constexpr (STAGE) tc_flush_wait<false>(); /* the stage read: the tasks below may refill it */
         __syncthreads();
 
         /* Task w: image w / NP of the group, row pair and column group from w % NP; stepped without dividing. */
-        int i = wi / NP, pr = (wi - i * NP) / d.CG, cg = wi - i * NP - pr * d.CG;
-        /* Image i's output (M, Yh, Yw); the group's next image is the grid's next, gridDim.x images on. */
-        const size_t MYY = (size_t)d.M * d.Yh * d.Yw, next = (size_t)gridDim.x * MYY;
-        float *yi = y + tc_image(j0 + i) * MYY;
+        int i = wi / NP, pr = (wi - i * NP) / S.CG, cg = wi - i * NP - pr * S.CG;
+        /* Channel m0 of image i's output (M, Yh, Yw); the group's next image is the grid's next, gridDim.x images
+         * on. */
+        const size_t MYY = (size_t)S.M * S.Yh * S.Yw, next = (size_t)gridDim.x * MYY;
+        float *yi = y + tc_image(j0 + i) * MYY + m0 * S.Yh * S.Yw;
+        unsigned si = stage + 4u * (unsigned)((i * S.M + m0) * PS); /* the same in the stage (STAGE) */
         while (i < n) {
-            const uint32_t *x0 = xs + i * d.XS + 2 * pr * d.WS + cg * 8 + g; // B's column g, conv row 2 pr
+            const uint32_t *x0 = xs + i * S.XS + 2 * pr * S.WS + cg * 8 + g; // B's column g, conv row 2 pr
             float acc[MW][2][4];
 #pragma unroll
             for (int mi = 0; mi < MW; mi++)
@@ -404,7 +533,7 @@ __global__ void __launch_bounds__(256, 1)
                 for (int r = 0; r < 2; r++)
 #pragma unroll
                     for (int h = 0; h < 2; h++) {
-                        const uint32_t v = x0[r * d.WS + off[ks][h]]; /* TF32 already, or a pair */
+                        const uint32_t v = x0[r * S.WS + off[ks][h]]; /* TF32 already, or a pair */
                         if constexpr (MODE == MODE_SPLIT_AB) {
                             bh[r][h] = tc_tf32(__uint_as_float(v));
                             bl[r][h] = tc_tf32(__uint_as_float(v) - __uint_as_float(bh[r][h]));
@@ -425,45 +554,73 @@ __global__ void __launch_bounds__(256, 1)
                         }
                     }
             }
-            const bool pooled = d.pool != TC_NONE;
+            const bool pooled = S.pool != TC_NONE;
             const int col = pooled ? cg * 4 + t : cg * 8 + 2 * t;
-            float *yp = yi + (unsigned)((pooled ? pr * d.Yw : 2 * pr * d.Wo) + col);
-            tc_store<MW, MODE != MODE_SPLIT_A && MODE != MODE_SPLIT_AB>(yp, acc, cm, plane, !pooled || col < d.Yw, pr,
-                                                                        cg, t, d);
-            for (cg += wpg; cg >= d.CG;) {
-                cg -= d.CG;
-                if (++pr == d.PR) pr = 0, i++, yi += next;
+            const unsigned o = (unsigned)((pooled ? pr * S.Yw : 2 * pr * S.Wo) + col);
+            tc_store<MW, MODE != MODE_SPLIT_A && MODE != MODE_SPLIT_AB, STAGE>(yi + o, si + 4 * o, acc, cm, m0,
+                                                                               !pooled || col < S.Yw, pr, cg, t, S, d);
+            for (cg += wpg; cg >= S.CG;) {
+                cg -= S.CG;
+                if (++pr == S.PR) pr = 0, i++, yi += next, si += 4u * (unsigned)(S.M * PS);
             }
         }
+    }
+    if constexpr (STAGE) { /* the last group's outputs */
+        tc_stage_fence();
+        __syncthreads();
+        const int j0 = (ngroups - 1) * d.ipb;
+        tc_flush(y, stage, j0, nb - j0, S);
+        tc_flush_wait<true>();
     }
 }
 
 typedef void (*tc_kernel_fn)(float *, const float *, const uint8_t *, const float *, const float *, const tc_params);
 
-template <int K, int MW> static tc_kernel_fn tc_pick(int mode) {
+template <int K, int MW, int FIX> static tc_kernel_fn tc_pick(int mode) {
     if constexpr (MW < 4) { /* four tiles a warp only where the fragments fit: tc_mw */
-        if (mode == MODE_SPLIT_A) return conv_tc_kernel<K, MW, MODE_SPLIT_A>;
-        if (mode == MODE_SPLIT_AB) return conv_tc_kernel<K, MW, MODE_SPLIT_AB>;
+        if (mode == MODE_SPLIT_A) return conv_tc_kernel<K, MW, MODE_SPLIT_A, FIX>;
+        if (mode == MODE_SPLIT_AB) return conv_tc_kernel<K, MW, MODE_SPLIT_AB, FIX>;
     }
     switch (mode) {
     case MODE_TF32:
         if constexpr (MW == 4 && K > 5)
             return NULL;
         else
-            return conv_tc_kernel<K, MW, MODE_TF32>;
-    case MODE_F16: return conv_tc_kernel<K, MW, MODE_F16>;
-    case MODE_BF16: return conv_tc_kernel<K, MW, MODE_BF16>;
+            return conv_tc_kernel<K, MW, MODE_TF32, FIX>;
+    case MODE_F16: return conv_tc_kernel<K, MW, MODE_F16, FIX>;
+    case MODE_BF16: return conv_tc_kernel<K, MW, MODE_BF16, FIX>;
     default: return NULL;
     }
 }
 
 /* Instantiated for K = 3..7, MW = 1, 2 and the five modes, and MW = 4 for fp16 and bf16, and tf32 with K <= 5 (63
- * kernels); images_per_block is a run-time value. */
+ * kernels), and for the fixed layers (FIX > 0) at their K and MW (tc_mw) and every mode; images_per_block is a
+ * run-time value. */
 template <int K> static tc_kernel_fn tc_pick_mw(int MW, int mode) {
-    return MW == 1 ? tc_pick<K, 1>(mode) : MW == 2 ? tc_pick<K, 2>(mode) : tc_pick<K, 4>(mode);
+    return MW == 1 ? tc_pick<K, 1, 0>(mode) : MW == 2 ? tc_pick<K, 2, 0>(mode) : tc_pick<K, 4, 0>(mode);
 }
 
-static tc_kernel_fn tc_kernel_for(int K, int MW, int mode) {
+/* The kernels of fixed layer F: at the MW tc_mw gives it (M <= 16: 1; 49..64 and pooled: 4 or, for the split
+ * modes, 2). */
+template <int F> static tc_kernel_fn tc_pick_fixed(int MW, int mode) {
+    constexpr tc_layer l = tc_fixed_layer(F);
+    constexpr int MT = (l.M + 15) / 16;
+    static_assert(MT == 1 || MT == 4, "instantiate the MW of this fixed layer");
+    if constexpr (MT == 1)
+        return MW == 1 ? tc_pick<l.K, 1, F>(mode) : NULL;
+    else
+        return MW == 4 ? tc_pick<l.K, 4, F>(mode) : MW == 2 ? tc_pick<l.K, 2, F>(mode) : NULL;
+}
+
+static tc_kernel_fn tc_kernel_for(int K, int MW, int mode, int fix) {
+    static_assert(TC_FIXED == 4, "instantiate the new fixed layer here");
+    switch (fix) {
+    case 1: return tc_pick_fixed<1>(MW, mode);
+    case 2: return tc_pick_fixed<2>(MW, mode);
+    case 3: return tc_pick_fixed<3>(MW, mode);
+    case 4: return tc_pick_fixed<4>(MW, mode);
+    default: break;
+    }
     switch (K) {
     case 3: return tc_pick_mw<3>(MW, mode);
     case 4: return tc_pick_mw<4>(MW, mode);
@@ -485,19 +642,10 @@ static int tc_mw(int MT, int K, int mode, int pooled) {
     return MT >= 2 ? 2 : 1;
 }
 
-/* The staged image tile's rows and columns: what the row pairs and column groups read, and at least the image
- * (which is staged whole). */
-static void tc_tile(int H, int W, int K, const nc_conv_epilogue *e, int *RS, int *WS) {
-    const int Ho = H - K + 1, Wo = W - K + 1;
-    const int pooled = e->pool != TC_NONE;
-    const int PR = pooled ? (Ho - 2) / 2 + 1 : (Ho + 1) / 2, Wc = pooled ? ((Wo - 2) / 2 + 1) * 2 : Wo;
-    *RS = 2 * PR + K - 1 > H ? 2 * PR + K - 1 : H;
-    *WS = (Wc + 7) / 8 * 8 + K - 1 > W ? (Wc + 7) / 8 * 8 + K - 1 : W;
-}
-
-/* Shared memory of a block taking ipb images: their tiles (XS words each) and two groups of raw copies. */
-static size_t tc_bytes(int XS, int RW, int ipb) {
-    return (size_t)ipb * (size_t)(XS + 2 * RW) * sizeof(uint32_t);
+/* Shared memory of a block taking ipb images: their tiles (XS words each), two groups of raw copies (RW), and
+ * where the outputs are staged (SW words an image, tc_flush; 0: not) one group's stage, 16-byte aligned. */
+static size_t tc_bytes(int XS, int RW, int ipb, int SW) {
+    return ((size_t)tc_stage_at(XS, RW, ipb) + (size_t)ipb * (size_t)SW) * sizeof(uint32_t);
 }
 
 int nc_conv_tc_takes(int C, int H, int W, int M, int K, const nc_conv_epilogue *e) {
@@ -506,9 +654,7 @@ int nc_conv_tc_takes(int C, int H, int W, int M, int K, const nc_conv_epilogue *
     if (e->pool != TC_NONE && !((e->pool == NC_MAXPOOL || e->pool == NC_AVGPOOL) && e->P == 2 && e->S == 2)) return 0;
     if (e->pool != TC_NONE && (H - K + 1 < 2 || W - K + 1 < 2)) return 0; /* nothing to pool: version 6 says so */
     if ((size_t)H * W > TC_SMEM_MAX) return 0;                            /* and no int overflow below */
-    int RS, WS;
-    tc_tile(H, W, K, e, &RS, &WS);
-    return tc_bytes(RS * WS, H * W, 1) <= TC_SMEM_MAX; /* float input, the larger raw copy */
+    return tc_bytes(tc_shape_of(H, W, M, K, e->act, e->pool).XS, H * W, 1, 0) <= TC_SMEM_MAX; /* float: larger */
 }
 
 /* Blocks of `threads` that fit an SM with `bytes` of shared memory each (0 where none). */
@@ -517,72 +663,88 @@ static int tc_per_sm(tc_kernel_fn fn, int threads, size_t bytes, int *per_sm, nc
     return NC_OK;
 }
 
-/* Versions 7..10 with images_per_block ipb (at most: halved until the blocks an SM are those of one image). */
-static int tc_launch(int version, int ipb, float *y, const float *x, const uint8_t *x_u8, const nc_conv_lut *lut,
-                     const float *k, const float *bias, int B, int C, int H, int W, int M, int K,
-                     const nc_conv_epilogue *e, cudaStream_t stream, nc_error *err) {
+/* How versions 7..10 run a layer: the kernel, its parameters but the scaling's (a, c, neg), its grid. */
+struct tc_plan {
+    int taken; /* 0: not on the tensor cores (version 6 runs it) */
+    int fix;   /* the kernel's fixed layer (tc_fixed_layer), 0: none */
+    tc_kernel_fn fn;
+    tc_params d;
+    int blocks, threads;
+    size_t bytes;
+};
+
+/* The plan for images_per_block ipb at most (halved until the blocks an SM are those of one image). */
+static int tc_make_plan(int version, int ipb, const void *y, const uint8_t *x_u8, int B, int C, int H, int W, int M,
+                        int K, const nc_conv_epilogue *e, tc_plan *p, nc_error *err) {
     if (version < 7 || version > 10)
         return nc_fail(err, NC_ERR_ARG, "conv version %d is not a tensor-core version (7 to 10)", version);
     if (ipb < 1 || ipb > TC_IPB_MAX)
         return nc_fail(err, NC_ERR_ARG, "conv version %d: images_per_block %d is outside 1..%d", version, ipb,
                        TC_IPB_MAX);
+    memset(p, 0, sizeof *p);
     /* cp.async copies pixels in aligned 4-byte words: other pixel buffers go to version 6. */
-    if (!nc_conv_tc_takes(C, H, W, M, K, e) || (x_u8 && (uintptr_t)x_u8 % 4 != 0))
-        return nc_conv_launch_fused(y, x, x_u8, lut, k, bias, B, C, H, W, M, K, e, stream, err);
-    if (B <= 0) return NC_OK;
-    tc_params d;
-    d.B = B, d.H = H, d.W = W, d.M = M;
-    d.Ho = H - K + 1, d.Wo = W - K + 1;
-    d.act = e->act, d.pool = e->pool;
-    if (e->pool == TC_NONE) {
-        d.Yh = d.Ho, d.Yw = d.Wo;
-        d.PR = (d.Ho + 1) / 2, d.CG = (d.Wo + 7) / 8;
-    } else {
-        d.Yh = (d.Ho - 2) / 2 + 1, d.Yw = (d.Wo - 2) / 2 + 1;
-        d.PR = d.Yh, d.CG = (2 * d.Yw + 7) / 8;
-    }
-    tc_tile(H, W, K, e, &d.RS, &d.WS);
+    if (!nc_conv_tc_takes(C, H, W, M, K, e) || (x_u8 && (uintptr_t)x_u8 % 4 != 0) || B <= 0) return NC_OK;
+    tc_params &d = p->d;
+    d.s = tc_shape_of(H, W, M, K, e->act, e->pool);
+    d.B = B;
     d.RW = x_u8 ? (H * W + 3) / 4 + 1 : H * W; /* pixels: a shifted image spans one word more */
     d.a = 1.0f, d.c = 0.0f, d.neg = 0;
-    d.pairs = d.Wo % 2 == 0 && (uintptr_t)y % 8 == 0;
-    if (x_u8) { /* the table is affine (see the header): its ends give a and c */
-        d.c = lut->v[0];
-        d.a = (float)(((double)lut->v[255] - (double)lut->v[0]) / 255.0);
-        d.neg = d.a < 0.0f;
-        d.a = fabsf(d.a);
-    }
-    const int MT = (M + 15) / 16;
+    d.pairs = d.s.Wo % 2 == 0 && (uintptr_t)y % 8 == 0;
     const int mode = version == 7   ? MODE_TF32
                      : version == 8 ? (x_u8 ? MODE_SPLIT_A : MODE_SPLIT_AB)
                      : version == 9 ? MODE_F16
                                     : MODE_BF16;
-    d.XS = d.RS * d.WS;
-    const int MW = tc_mw(MT, K, mode, e->pool != TC_NONE);
-    d.MG = (MT + MW - 1) / MW;
-    /* A multiple of MG warps a block, at least 4 (MG <= 8, so at most 8). */
-    const int threads = 32 * d.MG * ((4 + d.MG - 1) / d.MG);
-    const tc_kernel_fn fn = tc_kernel_for(K, MW, mode);
-    int device = 0, sms = 0, optin = 0, per1 = 0, per = 0;
+    const int MT = (M + 15) / 16, MW = tc_mw(MT, K, mode, e->pool != TC_NONE), MG = (MT + MW - 1) / MW;
+    int device = 0, sms = 0, optin = 0, major = 0, per1 = 0, per = 0;
     CUDA_RET(cudaGetDevice(&device));
     CUDA_RET(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     CUDA_RET(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    CUDA_RET(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
     const size_t limit = (size_t)optin < TC_SMEM_MAX ? (size_t)optin : TC_SMEM_MAX;
-    if (tc_bytes(d.XS, d.RW, 1) > limit) /* a GPU with less shared memory than Hopper's */
-        return nc_conv_launch_fused(y, x, x_u8, lut, k, bias, B, C, H, W, M, K, e, stream, err);
-    CUDA_RET(cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)limit));
-    int rc = tc_per_sm(fn, threads, tc_bytes(d.XS, d.RW, 1), &per1, err);
+    /* A fixed layer's kernel where its stage's bulk copies can run: sm_90 and up, y 16-byte aligned. */
+    for (int f = 1; f <= TC_FIXED && major >= 9 && (uintptr_t)y % 16 == 0; f++) {
+        const tc_layer l = tc_fixed_layer(f);
+        if (l.H == H && l.W == W && l.M == M && l.K == K && l.act == e->act && l.pool == e->pool) p->fix = f;
+    }
+    const int SW = p->fix ? M * tc_stage_stride(d.s.Yh * d.s.Yw) : 0; /* the stage: an image's words */
+    /* A multiple of MG warps a block, at least 4 (MG <= 8, so at most 8). */
+    p->threads = 32 * MG * ((4 + MG - 1) / MG);
+    p->fn = tc_kernel_for(K, MW, mode, p->fix);
+    if (tc_bytes(d.s.XS, d.RW, 1, SW) > limit) return NC_OK; /* a GPU with less shared memory than Hopper's */
+    CUDA_RET(cudaFuncSetAttribute((const void *)p->fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)limit));
+    int rc = tc_per_sm(p->fn, p->threads, tc_bytes(d.s.XS, d.RW, 1, SW), &per1, err);
     if (rc) return rc;
     const long resident = (long)sms * (per1 > 0 ? per1 : 1);
-    const int blocks = (int)(resident < B ? resident : B), most = (B + blocks - 1) / blocks; /* images a block */
+    p->blocks = (int)(resident < B ? resident : B);
+    const int most = (B + p->blocks - 1) / p->blocks; /* images a block */
     /* More images a block only where each block still has two groups (one's copy overlapping the other's tasks),
      * and they cost no resident block nor more shared memory than allowed. */
     for (; ipb > 1; ipb /= 2) {
-        if (2 * ipb > most || tc_bytes(d.XS, d.RW, ipb) > limit) continue;
-        if ((rc = tc_per_sm(fn, threads, tc_bytes(d.XS, d.RW, ipb), &per, err))) return rc;
+        if (2 * ipb > most || tc_bytes(d.s.XS, d.RW, ipb, SW) > limit) continue;
+        if ((rc = tc_per_sm(p->fn, p->threads, tc_bytes(d.s.XS, d.RW, ipb, SW), &per, err))) return rc;
         if (per >= per1) break;
     }
     d.ipb = ipb;
-    fn<<<(unsigned)blocks, threads, tc_bytes(d.XS, d.RW, ipb), stream>>>(y, x, x_u8, k, bias, d);
+    p->bytes = tc_bytes(d.s.XS, d.RW, ipb, SW);
+    p->taken = 1;
+    return NC_OK;
+}
+
+static int tc_launch(int version, int ipb, float *y, const float *x, const uint8_t *x_u8, const nc_conv_lut *lut,
+                     const float *k, const float *bias, int B, int C, int H, int W, int M, int K,
+                     const nc_conv_epilogue *e, cudaStream_t stream, nc_error *err) {
+    tc_plan p;
+    const int rc = tc_make_plan(version, ipb, y, x_u8, B, C, H, W, M, K, e, &p, err);
+    if (rc) return rc;
+    if (!p.taken)
+        return B <= 0 ? NC_OK : nc_conv_launch_fused(y, x, x_u8, lut, k, bias, B, C, H, W, M, K, e, stream, err);
+    if (x_u8) { /* the table is affine (see the header): its ends give a and c */
+        p.d.c = lut->v[0];
+        p.d.a = (float)(((double)lut->v[255] - (double)lut->v[0]) / 255.0);
+        p.d.neg = p.d.a < 0.0f;
+        p.d.a = fabsf(p.d.a);
+    }
+    p.fn<<<(unsigned)p.blocks, p.threads, p.bytes, stream>>>(y, x, x_u8, k, bias, p.d);
     CUDA_LAUNCHED();
     return NC_OK;
 }
@@ -606,6 +768,21 @@ extern "C" int nc_conv_launch_tc_tuned(int version, const nc_conv_tc_tuning *tun
                                        cudaStream_t stream, nc_error *err) {
     const int ipb = (tuning ? tuning : &tc_tunings[0])->images_per_block;
     return tc_launch(version, ipb, y, x, x_u8, lut, k, bias, B, C, H, W, M, K, e, stream, err);
+}
+
+extern "C" int nc_conv_tc_describe(int version, const nc_conv_tc_tuning *tuning, const float *y, const uint8_t *x_u8,
+                                   int B, int C, int H, int W, int M, int K, const nc_conv_epilogue *e,
+                                   nc_conv_tc_launch *out, nc_error *err) {
+    tc_plan p;
+    const int rc = tc_make_plan(version, (tuning ? tuning : &tc_tunings[0])->images_per_block, y, x_u8, B, C, H, W, M,
+                                K, e, &p, err);
+    if (rc) return rc;
+    out->tensor_cores = p.taken;
+    out->fixed_shape = p.taken ? p.fix : 0;
+    out->images_per_block = p.taken ? p.d.ipb : 0;
+    out->blocks = p.blocks, out->threads = p.threads;
+    out->shared_bytes = p.bytes;
+    return NC_OK;
 }
 
 int nc_conv_launch_tc(int version, float *y, const float *x, const uint8_t *x_u8, const nc_conv_lut *lut,

@@ -3,7 +3,9 @@
  * (bf16) of conv_tc.cu, fused with every activation and pooling none / max 2 / avg 2, on float and uint8 input
  * (raw, /255 and mean/std scaling), random shapes (K = 3..7, M across and between multiples of 16, odd and even
  * maps), batches large enough that every block takes several groups of images (the cp.async pipeline), pixels
- * not 4-byte aligned and C > 1 (which they leave to version 6), each at every tuning of nc_conv_tc_tunings.
+ * not 4-byte aligned and C > 1 (which they leave to version 6), each at every tuning of nc_conv_tc_tunings; the
+ * zoo's first layers, four of which run on kernels of their own shape that stage their outputs (describe_case
+ * checks which kernel each launch gets).
  * Outputs are poisoned with NaN before each run. (dense_tc.cu's GEMMs: tests/gpu/test_dense_tc.c.)
  * Skips (77) where the build has no CUDA or the machine no GPU.
  *
@@ -17,7 +19,7 @@
  * weights' sum (conv_tc.cu), so that the bound holds for it too. The run ends by printing the largest
  * |gpu - ref| / S of each, the figures quoted in docs/PERFORMANCE.md. The fp32 reference's uint8 input is lut[p],
  * the kernels' a p + c: the same to ~1 ulp. Versions 7, 9 and 10 take tanh from tanh.approx.f32 (conv_act.cuh),
- * measured on its own by tanh_case (relative error within 2^-15; 1.04e-5 on an H100): with it fused, 2^-15 is
+ * measured on its own by tanh_case (relative error within 2^-15; at most 1.09e-5 on an H100): with it fused, 2^-15 is
  * allowed on top (|tanh| <= 1, so an absolute 2^-15 bounds it whatever the pooling); version 8 keeps tanhf.
  *
  * Tunings change only how images are grouped in a block, never the arithmetic of an output: every tuning must give
@@ -32,6 +34,7 @@ int main(void) {
 #else
 #include <cuda_runtime_api.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "core/model.h"
 #include "cpu/ref.h"
@@ -47,6 +50,8 @@ int main(void) {
 
 /* The largest |gpu - ref| / S by conv version (7..10). */
 static double worst_conv[TC_LAST + 1];
+/* Runs of fused_case on a kernel of the layer's own shape (nc_conv_tc_describe), and all tensor-core runs. */
+static int fixed_runs, tc_runs;
 
 /* The bound derived in the header comment, for version v on uint8 pixels (u8) or float input. */
 static double tol_of(int v, int u8) {
@@ -139,6 +144,12 @@ static void fused_case(int B, int C, int H, int W, int M, int K, int with_bias, 
             rc = nc_conv_launch_tc_tuned(v, &tunings[ti], dy, dx, scaling ? dxu : NULL, scaling ? &lut : NULL, dk,
                                          with_bias ? db : NULL, B, C, H, W, M, K, &e, stream, &err);
             check_rc(rc, &err, with);
+            nc_conv_tc_launch how;
+            CHECK(nc_conv_tc_describe(v, &tunings[ti], dy, scaling ? dxu : NULL, B, C, H, W, M, K, &e, &how, &err) ==
+                  NC_OK);
+            CHECK(how.tensor_cores == tc);
+            CHECK(!tc || (how.images_per_block >= 1 && how.images_per_block <= tunings[ti].images_per_block));
+            fixed_runs += how.fixed_shape > 0, tc_runs += how.tensor_cores;
             float *y = host_from(dy, ny);
             same_bits(with, y, def, ny);
             free(y);
@@ -237,6 +248,68 @@ static void tanh_case(void) {
     free(x), free(k), free(bias);
 }
 
+/* The GPU's compute capability, major. */
+static int sm_major(void) {
+    int dev = 0, major = 0;
+    CU(cudaGetDevice(&dev));
+    CU(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    return major;
+}
+
+/* What nc_conv_tc_describe says of a launch: the zoo's first layers whose pooled planes are whole 16-byte words
+ * (2017, 2018 spring, 2019 spring, 2020) on kernels of their own shape (on sm_90 and up, which their bulk copies
+ * need), at most the tuning's images a block; any
+ * other activation, pooling, size or M, or y not 16-byte aligned, on the general kernels; C > 1 and pixels not
+ * 4-byte aligned not on the tensor cores. */
+static void describe_case(void) {
+    const nc_conv_tc_tuning one = {1}, four = {4};
+    const nc_conv_epilogue tanh_max = {NC_TANH, NC_MAXPOOL, 2, 2}, relu = {NC_RELU, NC_MAXPOOL, 2, 2};
+    const nc_conv_epilogue none = {-1, -1, 1, 1};
+    float *y = (float *)(uintptr_t)4096; /* only alignments are looked at */
+    uint8_t *xu = (uint8_t *)(uintptr_t)4096;
+    /* Which kernel a batch of 100 gets. */
+    const struct shape {
+        int C, H, W, M, K;
+        const nc_conv_epilogue *e;
+        int y_at, xu_at; /* y (floats) and the pixels (bytes) this far off their aligned address */
+        int tc, fixed;   /* expected */
+    } cases[] = {
+        {1, 64, 64, 6, 5, &tanh_max, 0, 0, 1, 2},  /* 2018 spring */
+        {1, 48, 48, 6, 5, &tanh_max, 0, 0, 1, 3},  /* 2019 spring */
+        {1, 86, 86, 4, 7, &relu, 0, 0, 1, 4},      /* 2020 */
+        {1, 72, 72, 12, 7, &tanh_max, 0, 0, 1, 0}, /* 2018 fall: 33 x 33 planes, not whole 16-byte words */
+        {1, 28, 28, 50, 5, &tanh_max, 2, 0, 1, 0}, /* y 8-byte aligned only: no bulk copies */
+        {1, 28, 28, 50, 5, &relu, 0, 0, 1, 0},     /* another activation */
+        {1, 28, 28, 50, 5, &none, 0, 0, 1, 0},     /* not pooled */
+        {1, 28, 28, 49, 5, &tanh_max, 0, 0, 1, 0}, /* another M */
+        {1, 29, 28, 50, 5, &tanh_max, 0, 0, 1, 0}, /* another H */
+        {3, 28, 28, 50, 5, &tanh_max, 0, 0, 0, 0}, /* C > 1: version 6 */
+        {1, 28, 28, 50, 5, &tanh_max, 0, 1, 0, 0}, /* pixels not 4-byte aligned: version 6 */
+    };
+    nc_error err = {0};
+    nc_conv_tc_launch how;
+    const int sm90 = sm_major() >= 9; /* the fixed shapes' bulk copies */
+    for (int v = TC_FIRST; v <= TC_LAST; v++) {
+        CHECK(nc_conv_tc_describe(v, &four, y, xu, 10000, 1, 28, 28, 50, 5, &tanh_max, &how, &err) == NC_OK);
+        CHECK(how.tensor_cores == 1 && how.fixed_shape == sm90 && how.blocks > 0 && how.threads >= 128);
+        CHECK(how.images_per_block >= 1 && how.images_per_block <= 4 && how.shared_bytes > 0);
+        CHECK(nc_conv_tc_describe(v, &one, y, NULL, 3, 1, 28, 28, 50, 5, &tanh_max, &how, &err) == NC_OK); /* floats */
+        CHECK(how.tensor_cores == 1 && how.fixed_shape == sm90 && how.images_per_block == 1 && how.blocks <= 3);
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            const struct shape *h = &cases[c];
+            CHECK(nc_conv_tc_describe(v, NULL, y + h->y_at, xu + h->xu_at, 100, h->C, h->H, h->W, h->M, h->K, h->e,
+                                      &how, &err) == NC_OK);
+            const int fixed = sm90 ? h->fixed : 0;
+            if (how.tensor_cores != h->tc || how.fixed_shape != fixed)
+                fprintf(stderr, "describe v%d case %zu: tensor cores %d, fixed %d; expected %d, %d\n", v, c,
+                        how.tensor_cores, how.fixed_shape, h->tc, fixed);
+            CHECK(how.tensor_cores == h->tc && how.fixed_shape == fixed);
+            CHECK(h->tc ? how.blocks > 0 : how.blocks == 0);
+        }
+    }
+    CHECK(nc_conv_tc_describe(11, NULL, y, xu, 100, 1, 28, 28, 50, 5, &tanh_max, &how, &err) == NC_ERR_ARG);
+}
+
 /* The table's entries for versions 9 and 10, and a tuning outside 1..16 refused (before anything runs). */
 static void table_and_arguments(void) {
     CHECK(nc_cuda_conv_num_versions() >= TC_LAST);
@@ -262,6 +335,19 @@ int main(void) {
     const int start = gpu_test_start();
     if (start) return start;
     table_and_arguments();
+    /* NC_GPU_TEST_QUICK=1 (tools/gpu_suite.sh, under compute-sanitizer's memcheck and racecheck): the zoo's first
+     * layers, the fixed-shape kernels with their staged outputs and bulk copies among them, on a few hundred
+     * images (every block several groups), and one general kernel. */
+    const char *quick_env = getenv("NC_GPU_TEST_QUICK");
+    if (quick_env && *quick_env == '1') {
+        fused_case(400, 1, 28, 28, 50, 5, 1, NC_TANH, NC_MAXPOOL, 1, 0);
+        fused_case(300, 1, 48, 48, 6, 5, 1, NC_TANH, NC_MAXPOOL, 2, 0);
+        fused_case(140, 1, 86, 86, 4, 7, 1, NC_RELU, NC_MAXPOOL, 3, 0);
+        fused_case(200, 1, 72, 72, 12, 7, 1, NC_TANH, NC_MAXPOOL, 1, 0);
+        describe_case();
+        CU(cudaStreamDestroy(stream));
+        return nc_test_done("test_conv_tc (quick)");
+    }
     const int acts[4] = {-1, NC_TANH, NC_RELU, NC_SIGMOID}, pools[3] = {-1, NC_MAXPOOL, NC_AVGPOOL};
     for (int a = 0; a < 4; a++)
         for (int p = 0; p < 3; p++)
@@ -274,6 +360,9 @@ int main(void) {
     fused_case(5, 1, 28, 28, 50, 5, 0, NC_TANH, NC_MAXPOOL, 1, 0);  /* the 2017 layer as its network runs it */
     fused_case(3, 1, 28, 28, 50, 5, 1, NC_TANH, NC_MAXPOOL, 2, 0);  /* with bias, /255 */
     fused_case(2, 1, 72, 72, 12, 7, 1, NC_TANH, NC_MAXPOOL, 1, 0);  /* 2018 fall */
+    fused_case(3, 1, 64, 64, 6, 5, 1, NC_TANH, NC_MAXPOOL, 1, 0);   /* 2018 spring: a kernel of its own */
+    fused_case(700, 1, 48, 48, 6, 5, 1, NC_TANH, NC_MAXPOOL, 2, 0); /* 2019 spring: the same, several groups */
+    fused_case(3, 1, 86, 86, 4, 7, 1, NC_RELU, NC_MAXPOOL, 3, 0);   /* 2020: the same */
     fused_case(2, 1, 27, 29, 200, 3, 1, NC_RELU, NC_MAXPOOL, 0, 0); /* M in 13 tiles, odd maps */
     fused_case(2, 3, 30, 30, 16, 5, 1, NC_TANH, NC_MAXPOOL, 0, 0);  /* C > 1: version 6 */
     fused_case(2, 1, 9, 8, 33, 7, 1, NC_SIGMOID, NC_AVGPOOL, 3, 0); /* a 3 x 2 conv output: one window */
@@ -295,6 +384,10 @@ int main(void) {
     }
     alone_case(3001, 1, 14, 15, 24, 5); /* float input through the pipeline */
     tanh_case();
+    describe_case();
+    /* The 2017 layer's cases above ran on its own kernel, the others on the general ones. */
+    printf("fused runs on the tensor cores: %d, on a kernel of the layer's own shape: %d\n", tc_runs, fixed_runs);
+    CHECK(tc_runs > 0 && (sm_major() >= 9 ? fixed_runs > 0 : fixed_runs == 0) && fixed_runs < tc_runs);
     printf("largest relative error of the fused tanh.approx (versions 7, 9, 10): %.3g (2^%.2f)\n", worst_tanh,
            log2(worst_tanh));
     printf("largest |gpu - ref| / sum|w x|: conv v7 tf32 %.3g, v8 3xtf32 %.3g, v9 fp16 %.3g, v10 bf16 %.3g\n",
