@@ -22,14 +22,14 @@
  * output, and max pooling scales the largest sum once (an ncu profile of the 2017 layer, 2026-11-22: 40 non-MMA
  * instructions a pooled output before, the issue slots 60% busy, 2.4% of the instructions MMAs).
  *
- * The zoo's first layers whose pooled planes are whole 16-byte words (tc_fixed_layer: 2017, 2018 spring, 2019
- * spring, 2020) have kernels of their own shape (FIX > 0): every stride and offset an immediate, no switch in the
- * epilogue, the channels past M known; the 2017 kernel has 40% of the general one's instructions and 107 registers
- * against 164. Their pooled outputs are staged in shared memory and written by bulk copies (tc_flush). Neither
- * alone paid, measured side by side (H100, 2017 layer, fp16, N = 10000): the fixed shape alone 0.28 -> 0.33 ms (the
- * warps, now issuing faster, queued behind their 16-byte stores: MIO throttle and the stores' register
- * scoreboards, 40% of the stall samples), staging alone 0.25 -> 0.27 (the general kernel is bound by its own
- * instructions, issue slots 36% busy); both 0.28 -> 0.135 ms. All other layers take the general kernels.
+ * The zoo's six first layers (tc_fixed_layer: for the modes and inputs each was measured faster on) have kernels of
+ * their own shape (FIX > 0): every stride and offset an
+ * immediate, no switch in the epilogue, the channels past M known; the 2017 kernel has 40% of the general one's
+ * instructions and 107 registers against 164. Their pooled outputs are staged in shared memory and written by bulk
+ * copies (tc_flush). Neither alone paid, measured side by side (H100, 2017 layer, fp16, N = 10000): the fixed shape
+ * alone 0.28 -> 0.33 ms (the warps, now issuing faster, queued behind their 16-byte stores: MIO throttle and the
+ * stores' register scoreboards, 40% of the stall samples), staging alone 0.25 -> 0.27 (the general kernel is bound by
+ * its own instructions, issue slots 36% busy); both 0.28 -> 0.135 ms. All other layers take the general kernels.
  *
  *   7  tc-tf32: m16n8k8 TF32, one MMA per product, the weights rounded to TF32 (10-bit mantissa); float inputs
  *      rounded too. Reduced precision (relative error ~1e-3 of sum |w x|). A fused tanh is tanh.approx.f32
@@ -109,27 +109,36 @@ __host__ __device__ constexpr tc_shape tc_shape_of(int H, int W, int M, int K, i
 /* Layers with a kernel of their own (the course's "one kernel per layer shape where that pays"): conv_tc_kernel's
  * FIX > 0 is layer FIX of this list, whose shape is then known at compile time, so that every offset and stride is
  * an immediate, the epilogue has no switch and the channels past M are known; and these kernels stage their pooled
- * outputs (tc_flush). The zoo's first layers whose pooled planes are whole 16-byte words (Yh Yw a multiple of 4);
- * measured in docs/PERFORMANCE.md. */
+ * outputs (tc_flush). The zoo's six first layers; measured in docs/PERFORMANCE.md. */
 struct tc_layer {
     int H, W, M, K, act, pool;
+    int modes;  /* bit MODE_*: the modes that take this kernel, where it was measured faster than the general one */
+    int floats; /* float input takes it too (else only uint8 pixels), where that was measured faster */
 };
-#define TC_FIXED 4 /* layers in the list */
+#define TC_ALL_MODES 0x1F                                                  /* all five */
+#define TC_ONE_MMA ((1 << MODE_TF32) | (1 << MODE_F16) | (1 << MODE_BF16)) /* not the split modes */
+#define TC_FIXED 6                                                         /* layers in the list */
 __host__ __device__ constexpr tc_layer tc_fixed_layer(int fix) {
-    return fix == 1   ? tc_layer{28, 28, 50, 5, NC_TANH, NC_MAXPOOL} /* fashion-2017 */
-           : fix == 2 ? tc_layer{64, 64, 6, 5, NC_TANH, NC_MAXPOOL}  /* fashion-2018-spring */
-           : fix == 3 ? tc_layer{48, 48, 6, 5, NC_TANH, NC_MAXPOOL}  /* fashion-2019-spring */
-           : fix == 4 ? tc_layer{86, 86, 4, 7, NC_RELU, NC_MAXPOOL}  /* fashion-2020 */
-                      : tc_layer{0, 0, 0, 0, TC_NONE, TC_NONE};
+    /* 2018 and 2019 fall: 3xtf32 was 10% and 23% slower on them; 2018 fall on float input (its network's, resized
+     * to 72 x 72) took 0.64 ms a 10000-image launch against 0.39 (fp16), the stage beside two float copies of the
+     * image leaving one block an SM (H100, 2026-11-22). */
+    return fix == 1   ? tc_layer{28, 28, 50, 5, NC_TANH, NC_MAXPOOL, TC_ALL_MODES, 1} /* fashion-2017 */
+           : fix == 2 ? tc_layer{64, 64, 6, 5, NC_TANH, NC_MAXPOOL, TC_ALL_MODES, 1}  /* fashion-2018-spring */
+           : fix == 3 ? tc_layer{48, 48, 6, 5, NC_TANH, NC_MAXPOOL, TC_ALL_MODES, 1}  /* fashion-2019-spring */
+           : fix == 4 ? tc_layer{86, 86, 4, 7, NC_RELU, NC_MAXPOOL, TC_ALL_MODES, 1}  /* fashion-2020 */
+           : fix == 5 ? tc_layer{72, 72, 12, 7, NC_TANH, NC_MAXPOOL, TC_ONE_MMA, 0}   /* fashion-2018-fall */
+           : fix == 6 ? tc_layer{70, 70, 12, 5, NC_TANH, NC_MAXPOOL, TC_ONE_MMA, 1}   /* fashion-2019-fall */
+                      : tc_layer{0, 0, 0, 0, TC_NONE, TC_NONE, 0, 0};
 }
-__host__ __device__ constexpr bool tc_fixed_ok(int fix) { /* max-pooled planes of whole 16-byte words */
+/* Max-pooled, and an image's pooled output whole 16-byte words (tc_flush), from layer `fix` on. */
+__host__ __device__ constexpr bool tc_fixed_ok(int fix) {
     return fix > TC_FIXED || (tc_fixed_layer(fix).pool == NC_MAXPOOL &&
-                              (tc_fixed_layer(fix).H - tc_fixed_layer(fix).K + 1) / 2 *
+                              tc_fixed_layer(fix).M * ((tc_fixed_layer(fix).H - tc_fixed_layer(fix).K + 1) / 2) *
                                       ((tc_fixed_layer(fix).W - tc_fixed_layer(fix).K + 1) / 2) % 4 ==
                                   0 &&
                               tc_fixed_ok(fix + 1));
 }
-static_assert(tc_fixed_ok(1), "a fixed layer's pooled planes are staged in 16-byte words");
+static_assert(tc_fixed_ok(1), "a fixed layer's pooled output is staged in 16-byte words");
 
 struct tc_params {
     tc_shape s; /* read only by the kernels of no fixed shape (FIX 0) */
@@ -209,14 +218,16 @@ __device__ __forceinline__ size_t tc_image(int j) {
 }
 
 /* Kernels of a fixed layer (FIX > 0) stage their pooled outputs: the tasks store an image's into shared memory,
- * one plane of PS words a channel (tc_stage_stride), and tc_flush hands each plane to the copy engine as one bulk
- * copy into y (cp.async.bulk, sm_90, PTX ISA 8.0), which writes whole 32-byte sectors and takes the global stores
- * off the warps' memory pipe. Without it (2017 layer, ncu, 2026-11-22) each warp store wrote 16 bytes into each of
- * 8 sectors, and the warps queued behind them (MIO throttle and their registers' scoreboards: 40% of the stall
- * samples). PS is Yh Yw (a multiple of 4) rounded up to 4 mod 8: 16-byte aligned planes, and a warp's stores
- * (channels g at PS g words, columns t) on 32 different banks. */
+ * one plane of PS words a channel (tc_stage_stride), and tc_flush hands them to the copy engine as bulk copies into
+ * y (cp.async.bulk, sm_90, PTX ISA 8.0), which write whole 32-byte sectors and take the global stores off the
+ * warps' memory pipe. Without it (2017 layer, ncu, 2026-11-22) each warp store wrote 16 bytes into each of 8
+ * sectors, and the warps queued behind them (MIO throttle and their registers' scoreboards: 40% of the stall
+ * samples). A bulk copy moves whole 16-byte words between 16-byte aligned addresses: where a plane (Yh Yw floats)
+ * is whole words, one copy a plane, and PS is Yh Yw rounded up to 4 mod 8, so that a warp's stores (channels g at
+ * PS g words, columns t) hit 32 different banks; else, where an image's M planes are whole words, one copy an
+ * image, its planes packed as in y (PS = Yh Yw). */
 __host__ __device__ constexpr int tc_stage_stride(int YY) {
-    return YY % 8 == 4 ? YY : YY + 4;
+    return YY % 4 != 0 ? YY : YY % 8 == 4 ? YY : YY + 4;
 }
 
 /* Bulk copies of the stage's n images (M planes each) to the block's images j0 .. j0+n-1 of y; this thread's, as
@@ -224,11 +235,12 @@ __host__ __device__ constexpr int tc_stage_stride(int YY) {
 __device__ __forceinline__ void tc_flush(float *__restrict__ y, unsigned stage, int j0, int n, const tc_shape &S) {
 #if __CUDA_ARCH__ >= 900
     const int YY = S.Yh * S.Yw, PS = tc_stage_stride(YY);
-    for (int p = (int)threadIdx.x; p < n * S.M; p += (int)blockDim.x) {
-        const int i = p / S.M, m = p - i * S.M;
+    const int per_image = YY % 4 != 0, copies = per_image ? n : n * S.M;
+    for (int p = (int)threadIdx.x; p < copies; p += (int)blockDim.x) {
+        const int i = per_image ? p : p / S.M, m = per_image ? 0 : p - i * S.M;
         float *dst = y + (tc_image(j0 + i) * S.M + m) * YY;
         asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst),
-                     "r"(stage + 4u * (unsigned)(p * PS)), "r"(4 * YY)
+                     "r"(stage + 4u * (unsigned)(p * (per_image ? S.M * YY : PS))), "r"(4 * (per_image ? S.M * YY : YY))
                      : "memory");
     }
     asm volatile("cp.async.bulk.commit_group;" ::: "memory");
@@ -576,25 +588,33 @@ __global__ void __launch_bounds__(256, 1)
 
 typedef void (*tc_kernel_fn)(float *, const float *, const uint8_t *, const float *, const float *, const tc_params);
 
+/* The kernel, where FIX (a fixed layer) takes MODE: else NULL, and nothing instantiated. */
+template <int K, int MW, int MODE, int FIX> static tc_kernel_fn tc_if() {
+    if constexpr (FIX > 0 && !(tc_fixed_layer(FIX).modes >> MODE & 1))
+        return NULL;
+    else
+        return conv_tc_kernel<K, MW, MODE, FIX>;
+}
+
 template <int K, int MW, int FIX> static tc_kernel_fn tc_pick(int mode) {
     if constexpr (MW < 4) { /* four tiles a warp only where the fragments fit: tc_mw */
-        if (mode == MODE_SPLIT_A) return conv_tc_kernel<K, MW, MODE_SPLIT_A, FIX>;
-        if (mode == MODE_SPLIT_AB) return conv_tc_kernel<K, MW, MODE_SPLIT_AB, FIX>;
+        if (mode == MODE_SPLIT_A) return tc_if<K, MW, MODE_SPLIT_A, FIX>();
+        if (mode == MODE_SPLIT_AB) return tc_if<K, MW, MODE_SPLIT_AB, FIX>();
     }
     switch (mode) {
     case MODE_TF32:
         if constexpr (MW == 4 && K > 5)
             return NULL;
         else
-            return conv_tc_kernel<K, MW, MODE_TF32, FIX>;
-    case MODE_F16: return conv_tc_kernel<K, MW, MODE_F16, FIX>;
-    case MODE_BF16: return conv_tc_kernel<K, MW, MODE_BF16, FIX>;
+            return tc_if<K, MW, MODE_TF32, FIX>();
+    case MODE_F16: return tc_if<K, MW, MODE_F16, FIX>();
+    case MODE_BF16: return tc_if<K, MW, MODE_BF16, FIX>();
     default: return NULL;
     }
 }
 
 /* Instantiated for K = 3..7, MW = 1, 2 and the five modes, and MW = 4 for fp16 and bf16, and tf32 with K <= 5 (63
- * kernels), and for the fixed layers (FIX > 0) at their K and MW (tc_mw) and every mode; images_per_block is a
+ * kernels), and for the fixed layers (FIX > 0) at their K and MW (tc_mw) and the modes they take; images_per_block is a
  * run-time value. */
 template <int K> static tc_kernel_fn tc_pick_mw(int MW, int mode) {
     return MW == 1 ? tc_pick<K, 1, 0>(mode) : MW == 2 ? tc_pick<K, 2, 0>(mode) : tc_pick<K, 4, 0>(mode);
@@ -613,12 +633,14 @@ template <int F> static tc_kernel_fn tc_pick_fixed(int MW, int mode) {
 }
 
 static tc_kernel_fn tc_kernel_for(int K, int MW, int mode, int fix) {
-    static_assert(TC_FIXED == 4, "instantiate the new fixed layer here");
+    static_assert(TC_FIXED == 6, "instantiate the new fixed layer here");
     switch (fix) {
     case 1: return tc_pick_fixed<1>(MW, mode);
     case 2: return tc_pick_fixed<2>(MW, mode);
     case 3: return tc_pick_fixed<3>(MW, mode);
     case 4: return tc_pick_fixed<4>(MW, mode);
+    case 5: return tc_pick_fixed<5>(MW, mode);
+    case 6: return tc_pick_fixed<6>(MW, mode);
     default: break;
     }
     switch (K) {
@@ -704,7 +726,9 @@ static int tc_make_plan(int version, int ipb, const void *y, const uint8_t *x_u8
     /* A fixed layer's kernel where its stage's bulk copies can run: sm_90 and up, y 16-byte aligned. */
     for (int f = 1; f <= TC_FIXED && major >= 9 && (uintptr_t)y % 16 == 0; f++) {
         const tc_layer l = tc_fixed_layer(f);
-        if (l.H == H && l.W == W && l.M == M && l.K == K && l.act == e->act && l.pool == e->pool) p->fix = f;
+        if (l.H == H && l.W == W && l.M == M && l.K == K && l.act == e->act && l.pool == e->pool &&
+            (l.modes >> mode & 1) && (x_u8 || l.floats))
+            p->fix = f;
     }
     const int SW = p->fix ? M * tc_stage_stride(d.s.Yh * d.s.Yw) : 0; /* the stage: an image's words */
     /* A multiple of MG warps a block, at least 4 (MG <= 8, so at most 8). */

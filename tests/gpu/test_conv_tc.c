@@ -256,11 +256,10 @@ static int sm_major(void) {
     return major;
 }
 
-/* What nc_conv_tc_describe says of a launch: the zoo's first layers whose pooled planes are whole 16-byte words
- * (2017, 2018 spring, 2019 spring, 2020) on kernels of their own shape (on sm_90 and up, which their bulk copies
- * need), at most the tuning's images a block; any
- * other activation, pooling, size or M, or y not 16-byte aligned, on the general kernels; C > 1 and pixels not
- * 4-byte aligned not on the tensor cores. */
+/* What nc_conv_tc_describe says of a launch: the zoo's six first layers on kernels of their own shape (on sm_90
+ * and up, which their bulk copies need), at most the tuning's images a block; any other activation, pooling, size
+ * or M, or y not 16-byte aligned, on the general kernels; C > 1 and pixels not 4-byte aligned not on the tensor
+ * cores. */
 static void describe_case(void) {
     const nc_conv_tc_tuning one = {1}, four = {4};
     const nc_conv_epilogue tanh_max = {NC_TANH, NC_MAXPOOL, 2, 2}, relu = {NC_RELU, NC_MAXPOOL, 2, 2};
@@ -271,20 +270,24 @@ static void describe_case(void) {
     const struct shape {
         int C, H, W, M, K;
         const nc_conv_epilogue *e;
-        int y_at, xu_at; /* y (floats) and the pixels (bytes) this far off their aligned address */
-        int tc, fixed;   /* expected */
+        int y_at, xu_at; /* y (floats) and the pixels (bytes) this far off their aligned address; -1: float input */
+        int tc, fixed;   /* expected: on the tensor cores, on fixed layer `fixed` (0: none) */
+        int v8;          /* version 8 too on the fixed layer */
     } cases[] = {
-        {1, 64, 64, 6, 5, &tanh_max, 0, 0, 1, 2},  /* 2018 spring */
-        {1, 48, 48, 6, 5, &tanh_max, 0, 0, 1, 3},  /* 2019 spring */
-        {1, 86, 86, 4, 7, &relu, 0, 0, 1, 4},      /* 2020 */
-        {1, 72, 72, 12, 7, &tanh_max, 0, 0, 1, 0}, /* 2018 fall: 33 x 33 planes, not whole 16-byte words */
-        {1, 28, 28, 50, 5, &tanh_max, 2, 0, 1, 0}, /* y 8-byte aligned only: no bulk copies */
-        {1, 28, 28, 50, 5, &relu, 0, 0, 1, 0},     /* another activation */
-        {1, 28, 28, 50, 5, &none, 0, 0, 1, 0},     /* not pooled */
-        {1, 28, 28, 49, 5, &tanh_max, 0, 0, 1, 0}, /* another M */
-        {1, 29, 28, 50, 5, &tanh_max, 0, 0, 1, 0}, /* another H */
-        {3, 28, 28, 50, 5, &tanh_max, 0, 0, 0, 0}, /* C > 1: version 6 */
-        {1, 28, 28, 50, 5, &tanh_max, 0, 1, 0, 0}, /* pixels not 4-byte aligned: version 6 */
+        {1, 64, 64, 6, 5, &tanh_max, 0, 0, 1, 2, 1},   /* 2018 spring */
+        {1, 48, 48, 6, 5, &tanh_max, 0, 0, 1, 3, 1},   /* 2019 spring */
+        {1, 86, 86, 4, 7, &relu, 0, 0, 1, 4, 1},       /* 2020 */
+        {1, 72, 72, 12, 7, &tanh_max, 0, 0, 1, 5, 0},  /* 2018 fall: 33 x 33 planes, an image's copied whole */
+        {1, 70, 70, 12, 5, &tanh_max, 0, 0, 1, 6, 0},  /* 2019 fall */
+        {1, 72, 72, 12, 7, &tanh_max, 0, -1, 1, 0, 0}, /* 2018 fall on float input: the general kernel */
+        {1, 70, 70, 11, 5, &tanh_max, 0, 0, 1, 0, 0},  /* another M */
+        {1, 28, 28, 50, 5, &tanh_max, 2, 0, 1, 0, 0},  /* y 8-byte aligned only: no bulk copies */
+        {1, 28, 28, 50, 5, &relu, 0, 0, 1, 0, 0},      /* another activation */
+        {1, 28, 28, 50, 5, &none, 0, 0, 1, 0, 0},      /* not pooled */
+        {1, 28, 28, 49, 5, &tanh_max, 0, 0, 1, 0, 0},  /* another M */
+        {1, 29, 28, 50, 5, &tanh_max, 0, 0, 1, 0, 0},  /* another H */
+        {3, 28, 28, 50, 5, &tanh_max, 0, 0, 0, 0, 0},  /* C > 1: version 6 */
+        {1, 28, 28, 50, 5, &tanh_max, 0, 1, 0, 0, 0},  /* pixels not 4-byte aligned: version 6 */
     };
     nc_error err = {0};
     nc_conv_tc_launch how;
@@ -297,9 +300,9 @@ static void describe_case(void) {
         CHECK(how.tensor_cores == 1 && how.fixed_shape == sm90 && how.images_per_block == 1 && how.blocks <= 3);
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
             const struct shape *h = &cases[c];
-            CHECK(nc_conv_tc_describe(v, NULL, y + h->y_at, xu + h->xu_at, 100, h->C, h->H, h->W, h->M, h->K, h->e,
-                                      &how, &err) == NC_OK);
-            const int fixed = sm90 ? h->fixed : 0;
+            CHECK(nc_conv_tc_describe(v, NULL, y + h->y_at, h->xu_at < 0 ? NULL : xu + h->xu_at, 100, h->C, h->H, h->W,
+                                      h->M, h->K, h->e, &how, &err) == NC_OK);
+            const int fixed = sm90 && (v != 8 || h->v8) ? h->fixed : 0;
             if (how.tensor_cores != h->tc || how.fixed_shape != fixed)
                 fprintf(stderr, "describe v%d case %zu: tensor cores %d, fixed %d; expected %d, %d\n", v, c,
                         how.tensor_cores, how.fixed_shape, h->tc, fixed);
@@ -344,6 +347,8 @@ int main(void) {
         fused_case(300, 1, 48, 48, 6, 5, 1, NC_TANH, NC_MAXPOOL, 2, 0);
         fused_case(140, 1, 86, 86, 4, 7, 1, NC_RELU, NC_MAXPOOL, 3, 0);
         fused_case(200, 1, 72, 72, 12, 7, 1, NC_TANH, NC_MAXPOOL, 1, 0);
+        fused_case(150, 1, 70, 70, 12, 5, 1, NC_TANH, NC_MAXPOOL, 2, 0);
+        fused_case(100, 1, 48, 48, 6, 5, 1, NC_TANH, NC_MAXPOOL, 0, 0); /* float input */
         describe_case();
         CU(cudaStreamDestroy(stream));
         return nc_test_done("test_conv_tc (quick)");
@@ -357,20 +362,24 @@ int main(void) {
                 fused_case(rand_int(1, 4), 1, rand_int(K + 1, K + 45), rand_int(K + 1, K + 45), M, K, rand_int(0, 1),
                            acts[a], pools[p], s, 0);
             }
-    fused_case(5, 1, 28, 28, 50, 5, 0, NC_TANH, NC_MAXPOOL, 1, 0);  /* the 2017 layer as its network runs it */
-    fused_case(3, 1, 28, 28, 50, 5, 1, NC_TANH, NC_MAXPOOL, 2, 0);  /* with bias, /255 */
-    fused_case(2, 1, 72, 72, 12, 7, 1, NC_TANH, NC_MAXPOOL, 1, 0);  /* 2018 fall */
-    fused_case(3, 1, 64, 64, 6, 5, 1, NC_TANH, NC_MAXPOOL, 1, 0);   /* 2018 spring: a kernel of its own */
-    fused_case(700, 1, 48, 48, 6, 5, 1, NC_TANH, NC_MAXPOOL, 2, 0); /* 2019 spring: the same, several groups */
-    fused_case(3, 1, 86, 86, 4, 7, 1, NC_RELU, NC_MAXPOOL, 3, 0);   /* 2020: the same */
-    fused_case(2, 1, 27, 29, 200, 3, 1, NC_RELU, NC_MAXPOOL, 0, 0); /* M in 13 tiles, odd maps */
-    fused_case(2, 3, 30, 30, 16, 5, 1, NC_TANH, NC_MAXPOOL, 0, 0);  /* C > 1: version 6 */
-    fused_case(2, 1, 9, 8, 33, 7, 1, NC_SIGMOID, NC_AVGPOOL, 3, 0); /* a 3 x 2 conv output: one window */
-    fused_case(2, 1, 120, 120, 8, 5, 0, NC_TANH, NC_MAXPOOL, 1, 0); /* a large image: one block an SM for floats */
-    fused_case(1, 1, 160, 160, 4, 3, 0, NC_TANH, NC_MAXPOOL, 1, 0); /* 308 KB for a float image: version 6 */
-    fused_case(3, 1, 15, 45, 33, 7, 1, NC_TANH, NC_MAXPOOL, 0, 0);  /* W beyond the last column group */
-    fused_case(3, 1, 28, 28, 50, 5, 1, NC_TANH, NC_MAXPOOL, 1, 1);  /* pixels not 4-byte aligned: version 6 */
-    fused_case(3, 1, 28, 28, 50, 5, 1, NC_TANH, NC_MAXPOOL, 3, 4);  /* 4-byte but not 16-byte aligned: tc */
+    fused_case(5, 1, 28, 28, 50, 5, 0, NC_TANH, NC_MAXPOOL, 1, 0);   /* the 2017 layer as its network runs it */
+    fused_case(3, 1, 28, 28, 50, 5, 1, NC_TANH, NC_MAXPOOL, 2, 0);   /* with bias, /255 */
+    fused_case(2, 1, 72, 72, 12, 7, 1, NC_TANH, NC_MAXPOOL, 1, 0);   /* 2018 fall: a kernel of its own */
+    fused_case(3, 1, 64, 64, 6, 5, 1, NC_TANH, NC_MAXPOOL, 1, 0);    /* 2018 spring: the same */
+    fused_case(700, 1, 48, 48, 6, 5, 1, NC_TANH, NC_MAXPOOL, 2, 0);  /* 2019 spring: the same, several groups */
+    fused_case(3, 1, 86, 86, 4, 7, 1, NC_RELU, NC_MAXPOOL, 3, 0);    /* 2020: the same */
+    fused_case(301, 1, 70, 70, 12, 5, 0, NC_TANH, NC_MAXPOOL, 1, 0); /* 2019 fall: the same, whole images copied */
+    fused_case(60, 1, 28, 28, 50, 5, 1, NC_TANH, NC_MAXPOOL, 0, 0);  /* 2017 on float input: its kernel too */
+    fused_case(3, 1, 86, 86, 4, 7, 0, NC_RELU, NC_MAXPOOL, 0, 0);    /* 2020 on floats: the same */
+    fused_case(3, 1, 72, 72, 12, 7, 1, NC_TANH, NC_MAXPOOL, 0, 0);   /* 2018 fall on floats: the general kernel */
+    fused_case(2, 1, 27, 29, 200, 3, 1, NC_RELU, NC_MAXPOOL, 0, 0);  /* M in 13 tiles, odd maps */
+    fused_case(2, 3, 30, 30, 16, 5, 1, NC_TANH, NC_MAXPOOL, 0, 0);   /* C > 1: version 6 */
+    fused_case(2, 1, 9, 8, 33, 7, 1, NC_SIGMOID, NC_AVGPOOL, 3, 0);  /* a 3 x 2 conv output: one window */
+    fused_case(2, 1, 120, 120, 8, 5, 0, NC_TANH, NC_MAXPOOL, 1, 0);  /* a large image: one block an SM for floats */
+    fused_case(1, 1, 160, 160, 4, 3, 0, NC_TANH, NC_MAXPOOL, 1, 0);  /* 308 KB for a float image: version 6 */
+    fused_case(3, 1, 15, 45, 33, 7, 1, NC_TANH, NC_MAXPOOL, 0, 0);   /* W beyond the last column group */
+    fused_case(3, 1, 28, 28, 50, 5, 1, NC_TANH, NC_MAXPOOL, 1, 1);   /* pixels not 4-byte aligned: version 6 */
+    fused_case(3, 1, 28, 28, 50, 5, 1, NC_TANH, NC_MAXPOOL, 3, 4);   /* 4-byte but not 16-byte aligned: tc */
     /* Batches of many images a block (an H100 holds ~130 x 4..16 blocks): several groups each, the last one short,
      * the next group's copy in flight, images starting inside a 4-byte word (H W odd), the batch ending inside one. */
     fused_case(19999, 1, 11, 9, 20, 3, 1, NC_TANH, NC_MAXPOOL, 3, 0);
