@@ -23,13 +23,13 @@
  * instructions a pooled output before, the issue slots 60% busy, 2.4% of the instructions MMAs).
  *
  * The zoo's six first layers (tc_fixed_layer: for the modes and inputs each was measured faster on) have kernels of
- * their own shape (FIX > 0): every stride and offset an
- * immediate, no switch in the epilogue, the channels past M known; the 2017 kernel has 40% of the general one's
- * instructions and 107 registers against 164. Their pooled outputs are staged in shared memory and written by bulk
- * copies (tc_flush). Neither alone paid, measured side by side (H100, 2017 layer, fp16, N = 10000): the fixed shape
- * alone 0.28 -> 0.33 ms (the warps, now issuing faster, queued behind their 16-byte stores: MIO throttle and the
- * stores' register scoreboards, 40% of the stall samples), staging alone 0.25 -> 0.27 (the general kernel is bound by
- * its own instructions, issue slots 36% busy); both 0.28 -> 0.135 ms. All other layers take the general kernels.
+ * their own shape (FIX > 0): every stride and offset an immediate, no switch in the epilogue, the channels past M
+ * known; the 2017 kernel has 40% of the general one's instructions and 107 registers against 164. Their pooled
+ * outputs are staged in shared memory and written by bulk copies (tc_flush). Neither alone paid, measured side by
+ * side (H100, 2017 layer, fp16, N = 10000): the fixed shape alone 0.28 -> 0.33 ms (the warps, now issuing faster,
+ * queued behind their 16-byte stores: MIO throttle and the stores' register scoreboards, 40% of the stall samples),
+ * staging alone 0.25 -> 0.27 (the general kernel is bound by its own instructions, issue slots 36% busy); both
+ * 0.28 -> 0.135 ms. All other layers take the general kernels.
  *
  *   7  tc-tf32: m16n8k8 TF32, one MMA per product, the weights rounded to TF32 (10-bit mantissa); float inputs
  *      rounded too. Reduced precision (relative error ~1e-3 of sum |w x|). A fused tanh is tanh.approx.f32
