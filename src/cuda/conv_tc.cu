@@ -588,9 +588,22 @@ __global__ void __launch_bounds__(256, 1)
 
 typedef void (*tc_kernel_fn)(float *, const float *, const uint8_t *, const float *, const float *, const tc_params);
 
-/* The kernel, where FIX (a fixed layer) takes MODE: else NULL, and nothing instantiated. */
+/* m16 tiles a warp: all of a layer's up to four (M <= 64) where their fragments fit in registers (one MMA a
+ * product: fp16 and bf16, and tf32 with K <= 5) and the output is pooled, so that each B fragment loaded from
+ * shared memory feeds four tiles' MMAs instead of two; else two, or one for M <= 16. Not for a full-size output:
+ * that is bound by its stores, which want more warps in flight than four tiles' registers leave (2017 layer
+ * unpooled, H100: 1.90 ms against 0.79 with two tiles a warp). */
+__host__ __device__ constexpr int tc_mw(int MT, int K, int mode, int pooled) {
+    if (pooled && MT >= 4 && MT % 4 == 0 && (mode == MODE_F16 || mode == MODE_BF16 || (mode == MODE_TF32 && K <= 5)))
+        return 4;
+    return MT >= 2 ? 2 : 1;
+}
+
+/* The kernel, where FIX (a fixed layer) takes MODE at this MW (tc_mw's for it): else NULL, and nothing
+ * instantiated. */
 template <int K, int MW, int MODE, int FIX> static tc_kernel_fn tc_if() {
-    if constexpr (FIX > 0 && !(tc_fixed_layer(FIX).modes >> MODE & 1))
+    constexpr tc_layer l = tc_fixed_layer(FIX);
+    if constexpr (FIX > 0 && (!(l.modes >> MODE & 1) || MW != tc_mw((l.M + 15) / 16, l.K, MODE, l.pool != TC_NONE)))
         return NULL;
     else
         return conv_tc_kernel<K, MW, MODE, FIX>;
@@ -614,33 +627,21 @@ template <int K, int MW, int FIX> static tc_kernel_fn tc_pick(int mode) {
 }
 
 /* Instantiated for K = 3..7, MW = 1, 2 and the five modes, and MW = 4 for fp16 and bf16, and tf32 with K <= 5 (63
- * kernels), and for the fixed layers (FIX > 0) at their K and MW (tc_mw) and the modes they take; images_per_block is a
- * run-time value. */
-template <int K> static tc_kernel_fn tc_pick_mw(int MW, int mode) {
-    return MW == 1 ? tc_pick<K, 1, 0>(mode) : MW == 2 ? tc_pick<K, 2, 0>(mode) : tc_pick<K, 4, 0>(mode);
-}
-
-/* The kernels of fixed layer F: at the MW tc_mw gives it (M <= 16: 1; 49..64 and pooled: 4 or, for the split
- * modes, 2). */
-template <int F> static tc_kernel_fn tc_pick_fixed(int MW, int mode) {
-    constexpr tc_layer l = tc_fixed_layer(F);
-    constexpr int MT = (l.M + 15) / 16;
-    static_assert(MT == 1 || MT == 4, "instantiate the MW of this fixed layer");
-    if constexpr (MT == 1)
-        return MW == 1 ? tc_pick<l.K, 1, F>(mode) : NULL;
-    else
-        return MW == 4 ? tc_pick<l.K, 4, F>(mode) : MW == 2 ? tc_pick<l.K, 2, F>(mode) : NULL;
+ * kernels), and for the fixed layers (FIX > 0) at their K, the modes they take and the MW tc_mw gives each (tc_if);
+ * images_per_block is a run-time value. */
+template <int K, int FIX = 0> static tc_kernel_fn tc_pick_mw(int MW, int mode) {
+    return MW == 1 ? tc_pick<K, 1, FIX>(mode) : MW == 2 ? tc_pick<K, 2, FIX>(mode) : tc_pick<K, 4, FIX>(mode);
 }
 
 static tc_kernel_fn tc_kernel_for(int K, int MW, int mode, int fix) {
     static_assert(TC_FIXED == 6, "instantiate the new fixed layer here");
     switch (fix) {
-    case 1: return tc_pick_fixed<1>(MW, mode);
-    case 2: return tc_pick_fixed<2>(MW, mode);
-    case 3: return tc_pick_fixed<3>(MW, mode);
-    case 4: return tc_pick_fixed<4>(MW, mode);
-    case 5: return tc_pick_fixed<5>(MW, mode);
-    case 6: return tc_pick_fixed<6>(MW, mode);
+    case 1: return tc_pick_mw<tc_fixed_layer(1).K, 1>(MW, mode);
+    case 2: return tc_pick_mw<tc_fixed_layer(2).K, 2>(MW, mode);
+    case 3: return tc_pick_mw<tc_fixed_layer(3).K, 3>(MW, mode);
+    case 4: return tc_pick_mw<tc_fixed_layer(4).K, 4>(MW, mode);
+    case 5: return tc_pick_mw<tc_fixed_layer(5).K, 5>(MW, mode);
+    case 6: return tc_pick_mw<tc_fixed_layer(6).K, 6>(MW, mode);
     default: break;
     }
     switch (K) {
@@ -651,17 +652,6 @@ static tc_kernel_fn tc_kernel_for(int K, int MW, int mode, int fix) {
     case 7: return tc_pick_mw<7>(MW, mode);
     default: return NULL;
     }
-}
-
-/* m16 tiles a warp: all of a layer's up to four (M <= 64) where their fragments fit in registers (one MMA a
- * product: fp16 and bf16, and tf32 with K <= 5) and the output is pooled, so that each B fragment loaded from
- * shared memory feeds four tiles' MMAs instead of two; else two, or one for M <= 16. Not for a full-size output:
- * that is bound by its stores, which want more warps in flight than four tiles' registers leave (2017 layer
- * unpooled, H100: 1.90 ms against 0.79 with two tiles a warp). */
-static int tc_mw(int MT, int K, int mode, int pooled) {
-    if (pooled && MT >= 4 && MT % 4 == 0 && (mode == MODE_F16 || mode == MODE_BF16 || (mode == MODE_TF32 && K <= 5)))
-        return 4;
-    return MT >= 2 ? 2 : 1;
 }
 
 /* Shared memory of a block taking ipb images: their tiles (XS words each), two groups of raw copies (RW), and
