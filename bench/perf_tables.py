@@ -39,8 +39,8 @@ def ladder(rows, layer, ns):
 def zoo_layers(rows, n, versions):
     exact_versions = {v["version"] for v in versions if v["precision"] == "fp32"}
     print("| layer (N = %d) | cuDNN fp32 (ms) | best exact fp32 (ms) | share of floor | × cuDNN | best exact fused "
-          "(ms) | × cuDNN | best fp16/bf16 fused (ms) | × cuDNN |" % n)
-    print("|---|---:|---|---:|---:|---|---:|---|---:|")
+          "(ms) | × cuDNN | 3xtf32 (ms) | × cuDNN | best fp16/bf16 (ms) | × cuDNN |" % n)
+    print("|---|---:|---|---:|---:|---|---:|---|---:|---|---:|")
     shapes = collections.OrderedDict()
     for r in rows:
         if r["N"] == n:
@@ -50,15 +50,21 @@ def zoo_layers(rows, n, versions):
         exact = [r for r in rs if r["version_number"] in exact_versions]
         unf = min((r for r in exact if not r["fused"]), key=lambda r: r["ms"], default=None)
         fus = min((r for r in exact if r["fused"]), key=lambda r: r["ms"], default=None)
-        half = min((r for r in rs if r["fused"] and r["precision"] in ("fp16", "bf16")), key=lambda r: r["ms"],
-                   default=None)
+        def as_run(precisions):
+            """The fastest row of these precisions: fused where they take the layer's epilogue, else the conv alone."""
+            rp = [r for r in rs if r["precision"] in precisions and r["version_number"] > 0]
+            rp = [r for r in rp if r["fused"]] or rp
+            return min(rp, key=lambda r: r["ms"], default=None)
+
+        split, half = as_run(("3xtf32",)), as_run(("fp16", "bf16"))
         c = cudnn["ms"] if cudnn else float("nan")
 
         def cell(r):
             return (f"v{r['version_number']} {r['version_name']}: {fmt(r['ms'])}", f"{c / r['ms']:.2f}") if r else ("—", "—")
-        u, f, h = cell(unf), cell(fus), cell(half)
+        u, f, s3, h = cell(unf), cell(fus), cell(split), cell(half)
         share = f"{100 * unf['floor_share']:.0f}%" if unf else "—"
-        print(f"| {shape} | {fmt(c)} | {u[0]} | {share} | {u[1]} | {f[0]} | {f[1]} | {h[0]} | {h[1]} |")
+        print(f"| {shape} | {fmt(c)} | {u[0]} | {share} | {u[1]} | {f[0]} | {f[1]} | {s3[0]} | {s3[1]} | {h[0]} | "
+              f"{h[1]} |")
 
 
 def dense(rows, n):

@@ -12,7 +12,7 @@
  * one kernel (Op Time's note says "fused tanh+maxpool"; the time is then the
  * fused group's), and a first convolution on images of the model's size reads
  * the uint8 pixels straight from the upload buffer. --precision tf32 / 3xtf32 (opts->precision) trade
- * exactness for the tensor cores: one-channel convolutions on versions 7 / 8 (conv_tc.cu, fused likewise; Op
+ * exactness for the tensor cores: the convolutions on versions 7 / 8 (conv_tc.cu, fused likewise; Op
  * Time's note adds "tf32" / "3xtf32") and every dense layer on dense_tc.cu's GEMM.
  */
 #include <nvtx3/nvToolsExt.h>
@@ -89,7 +89,7 @@ static void cuda_plan_fusion(cuda_plan *p) {
         p->epi[li] = e;
         const nc_layer *l = &m->layers[li];
         const int tc = version_is_tc(v) &&
-                       nc_conv_tc_takes(l->in.c, l->in.h, l->in.w, l->m, l->k, &e); /* else version 6 runs it */
+                       nc_conv_tc_takes(v, l->in.c, l->in.h, l->in.w, l->m, l->k, &e, li == 0); /* else version 6 */
         snprintf(note, sizeof p->note[0], "fused %s%s%s%s%s%s%s",
                  e.act >= 0 ? nc_layer_kind_name((nc_layer_kind)e.act) : "", e.act >= 0 && e.pool >= 0 ? "+" : "",
                  e.pool >= 0 ? nc_layer_kind_name((nc_layer_kind)e.pool) : "", tc ? ", " : "",

@@ -491,8 +491,9 @@ static int sweep_shape(bench *b, conv_ctx *c, double cudnn_ms, nc_error *err) {
     for (int v = 1; v <= nc_cuda_conv_num_versions(); v++) {
         const int p = nc_cuda_conv_version_precision(v);
         if (p == NC_PRECISION_FP32 || !wanted(b, v)) continue;
-        const int fuse = (h->act >= 0 || h->pool >= 0) && nc_conv_tc_takes(h->C, h->H, h->W, h->M, h->K, &fused);
-        if (!fuse && !nc_conv_tc_takes(h->C, h->H, h->W, h->M, h->K, &alone)) {
+        const int fuse =
+            (h->act >= 0 || h->pool >= 0) && nc_conv_tc_takes(v, h->C, h->H, h->W, h->M, h->K, &fused, c->xu != NULL);
+        if (!fuse && !nc_conv_tc_takes(v, h->C, h->H, h->W, h->M, h->K, &alone, c->xu != NULL)) {
             fprintf(b->out, "%-30s %6d  sweep v%d %s: not taken by the tensor cores (version 6 runs it)\n", h->name,
                     c->N, v, nc_cuda_conv_version_name(v));
             continue;
@@ -647,7 +648,7 @@ static int bench_shape(bench *b, const nc_bench_shape *h, int N, nc_error *err) 
         if (rc) goto cleanup;
         const nc_conv_epilogue alone = {-1, -1, 1, 1};
         int p = nc_cuda_conv_version_precision(v);
-        if (p != NC_PRECISION_FP32 && !nc_conv_tc_takes(h->C, h->H, h->W, h->M, h->K, &alone)) {
+        if (p != NC_PRECISION_FP32 && !nc_conv_tc_takes(v, h->C, h->H, h->W, h->M, h->K, &alone, 0)) {
             snprintf(note, sizeof note, "not taken by the tensor cores: version 6's fp32 kernel");
             p = NC_PRECISION_FP32;
         } else {
@@ -675,7 +676,8 @@ static int bench_shape(bench *b, const nc_bench_shape *h, int N, nc_error *err) 
         /* The tensor-core versions, fused, where they take the layer (else they are version 6, timed above). */
         for (int v = 1; v <= nc_cuda_conv_num_versions(); v++) {
             const int p = nc_cuda_conv_version_precision(v);
-            if (p == NC_PRECISION_FP32 || !wanted(b, v) || !nc_conv_tc_takes(h->C, h->H, h->W, h->M, h->K, &c.epi))
+            if (p == NC_PRECISION_FP32 || !wanted(b, v) ||
+                !nc_conv_tc_takes(v, h->C, h->H, h->W, h->M, h->K, &c.epi, c.xu != NULL))
                 continue;
             precision_note(p, pnote, sizeof pnote);
             snprintf(label, sizeof label, "v%d %s fused%s", v, nc_cuda_conv_version_name(v), c.xu ? " u8" : "");

@@ -8,7 +8,7 @@
  *                   4  implicit-gemm: the unroll fused into the multiply's shared-memory tile, 4 x 4 register tiles
  *   conv_direct.cu  5  direct: register-tiled direct convolution, K known at compile time, __restrict__, unrolled
  *                   6  fused: version 5 with bias + activation + pooling in the epilogue, input read as uint8
- *   conv_tc.cu      7  tc-tf32: C = 1, fused, implicit GEMM on mma.sync TF32 tensor cores (reduced precision)
+ *   conv_tc.cu      7  tc-tf32: fused, implicit GEMM on mma.sync TF32 tensor cores (reduced precision)
  *                   8  tc-3xtf32: version 7 with split weights (and split float inputs): near-exact
  *                   9  tc-fp16: version 7 on mma.sync fp16 (m16n8k16, fp32 sums; reduced precision)
  *                  10  tc-bf16: version 7 on mma.sync bf16 (m16n8k16, fp32 sums; reduced precision)
@@ -69,9 +69,11 @@ int nc_conv_launch_fused(float *y, const float *x, const uint8_t *x_u8, const nc
                          const float *bias, int B, int C, int H, int W, int M, int K, const nc_conv_epilogue *e,
                          cudaStream_t stream, nc_error *err);
 
-/* Whether versions 7..10 (conv_tc.cu) run this layer on the tensor cores: C = 1, K = 3..7, M <= 256, pooling
- * none or 2/2, one float image's buffers (its staged tile and two copies) within 192 KB. */
-int nc_conv_tc_takes(int C, int H, int W, int M, int K, const nc_conv_epilogue *e);
+/* Whether version `version` (7..10, conv_tc.cu) runs this layer on the tensor cores: K = 3..7, pooling none or 2/2,
+ * and either C = 1, M <= 256 and one float image's buffers (its staged tile and two copies) within 192 KB, or
+ * C > 1 at versions 7, 9 and 10 on float input (pixels 0: not uint8 pixels), M <= 32 and the weights' fragments
+ * with an image's staged tiles and copy within 227 KB. */
+int nc_conv_tc_takes(int version, int C, int H, int W, int M, int K, const nc_conv_epilogue *e, int pixels);
 
 /* Versions 7 (tf32), 8 (3xtf32), 9 (fp16) and 10 (bf16): nc_conv_launch_fused's arguments and result, on the
  * tensor cores where nc_conv_tc_takes says so and x_u8 (where not NULL) is 4-byte aligned, else by version 6 itself.

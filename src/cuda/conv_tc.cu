@@ -1,5 +1,6 @@
 /*
- * Tensor-core fused convolution for one-channel layers (C = 1): versions 7 to 10, reduced precision, opt-in.
+ * Tensor-core fused convolution: versions 7 to 10, reduced precision, opt-in. One-channel layers (C = 1) below;
+ * layers of several input channels (the zoo's second layers) on conv_tcc_kernel, further down.
  *
  * Per image the convolution is a GEMM on mma.sync: rows = output channels (M padded to 16s), columns = output
  * positions, inner = the K*K window. A (the weights) sits in registers for the whole kernel; B (the im2col) is
@@ -57,8 +58,9 @@
  * On pixels the GEMM runs on the raw values p and the model's scaling is applied after: every scaling
  * (nc_scale_pixel: p, p/255, (p/255 - mean)/std) is affine, v(p) = a p + c, so sum w v(p) = a sum w p + c sum w,
  * with sum w over the weights as the GEMM has them (rounded), so that the error stays relative to sum |w v(p)|.
- * C > 1, pooling other than 2/2, K outside 3..7, M > 256, a float image's buffers over TC_SMEM_MAX or pixels not
- * 4-byte aligned go to version 6 (conv_direct.cu) unchanged.
+ * Pooling other than 2/2, K outside 3..7, M > 256, a float image's buffers over TC_SMEM_MAX or pixels not 4-byte
+ * aligned go to version 6 (conv_direct.cu) unchanged; so do, where C > 1, version 8, uint8 input, M > 32, or an
+ * image's buffers and the weights over TCC_SMEM_MAX.
  */
 #include <string.h>
 
@@ -145,6 +147,7 @@ struct tc_params {
     int B;
     int ipb;    /* images staged and computed between two barriers */
     int RW;     /* 4-byte words of one image's raw copy */
+    int C;      /* input channels: 1, or > 1 for conv_tcc_kernel */
     float a, c; /* pixel input: v(p) = (neg ? -a : a) p + c (a = 1, c = 0 for float input) */
     int neg;    /* the scaling's a was negative: the weights are negated in the fragments (tc_weights) */
     int pairs;  /* unpooled: Wo even and y 8-byte aligned, so that two adjacent outputs are one float2 store */
@@ -327,6 +330,11 @@ __device__ __forceinline__ void tc_convert(uint32_t *xs, const uint32_t *raw, bo
     }
 }
 
+/* k-steps of one channel's window: 8 taps (TF32 modes) or 8 pairs of horizontally adjacent taps (16-bit modes). */
+__host__ __device__ constexpr int tc_ks(int K, int mode) {
+    return mode >= MODE_F16 ? (K * ((K + 1) / 2) + 7) / 8 : (K * K + 7) / 8;
+}
+
 /* Where B's k = 8 ks + t + 4 h (TF32 modes: the tap k; 16-bit modes: the tap pair k, KS k-steps of 8 pairs) is in
  * the staged tile, from the position of its column: off[ks][h]. Padded k read offset 0: A is 0 there. */
 template <int K, int MODE, int KS> __device__ __forceinline__ void tc_offsets(int (&off)[KS][2], int t, int WS) {
@@ -472,7 +480,7 @@ __global__ void __launch_bounds__(256, 1)
     conv_tc_kernel(float *__restrict__ y, const float *__restrict__ x, const uint8_t *__restrict__ xu,
                    const float *__restrict__ k, const float *__restrict__ bias, const tc_params d) {
     constexpr bool PAIRS = MODE >= MODE_F16;
-    constexpr int KS = PAIRS ? (K * ((K + 1) / 2) + 7) / 8 : (K * K + 7) / 8;
+    constexpr int KS = tc_ks(K, MODE);
     const tc_shape S = tc_shape_for<FIX>(d);
     const int MG = ((S.M + 15) / 16 + MW - 1) / MW; /* groups of MW m16 tiles: warp w takes group w % MG */
     /* The fixed layers' kernels stage their pooled outputs (tc_flush): (ipb, M, PS) floats after the raw copies. */
@@ -586,6 +594,230 @@ __global__ void __launch_bounds__(256, 1)
     }
 }
 
+/* C > 1: versions 7, 9 and 10 on a layer of several input channels (the zoo's second layers), float input. The
+ * GEMM with k running over the channels too, and ordered so that B's loads from shared memory are free of bank
+ * conflicts. A row is (channel c, tap row p), R = c K + p; the four lanes t of a B fragment's k-group read rows
+ * R = 4 m + t at one column slot (a pair of taps in the 16-bit modes, a tap in the TF32 modes), and the staged rows
+ * are WS = 8 or 24 (mod 32) words apart (WS K apart a channel plane), so that the four rows land 8 banks apart and a
+ * warp's 32 loads (8 columns g each) hit 32 banks. (In conv_tc_kernel's order three of the four lanes read one row:
+ * 2 to 3 lanes a bank.) Group G = m QW + slot, QW slots a row; a k-step takes groups 2 s and 2 s + 1 (h); the last
+ * quad of rows and group past the end are padded with zero weights. Each thread finds a group's row in a small
+ * table in shared memory (tcc_weights) rather than divide by K.
+ *
+ * The weights, NS k-steps of MT m16 tiles, are too many for registers (2018 fall's second layer: 12 channels x 7 x
+ * 7 x 24) and sit in shared memory as A fragments, a lane's four registers one 16-byte word, so that a warp's load
+ * of a tile is conflict-free. One image at a time a block: its C planes staged in shared memory (tcc_convert) while
+ * the next image's floats are copied by cp.async into a raw buffer behind them. Each warp takes
+ * TCC_T of the image's (row pair, column group) tasks at a time and computes all of the layer's MT <= 2 m16
+ * tiles of channels for them, so that each A fragment it loads feeds 2 MT T MMAs; the epilogue is tc_store's. */
+#define TCC_M_MAX 32              /* two m16 tiles */
+#define TCC_THREADS 512           /* at most (so at most 128 registers); tcc_make_plan picks 256, 512 or 128 */
+#define TCC_SMEM_MAX (227 * 1024) /* Hopper's most a block: one image's buffers with the weights */
+
+/* Tasks a warp computes at once, each A fragment it loads feeding 2 MT T MMAs: 2 (4 held more registers and slowed
+ * the small layers; measured side by side on the H100, 2026-11-23). */
+#define TCC_T 2
+
+/* raw (the C H W floats of an image, as copied) -> xs, row c H + r of raw into row r of plane c, converted as
+ * tc_convert does. Thread i takes elements i, i + threads, ... of raw, its row and column stepped, not divided: a
+ * warp a row (tc_convert's way) left 31 of 32 lanes idle on a 33-wide row's second pass. */
+template <int MODE>
+__device__ __forceinline__ void tcc_convert(uint32_t *xs, const uint32_t *raw, int C, const tc_shape &S) {
+    const int nt = (int)blockDim.x, W = S.W, n = C * S.H * W, dr = nt / W, dc = nt - dr * W;
+    int e = (int)threadIdx.x, r = e / W, c = e - r * W, p = r / S.H;
+    r -= p * S.H;
+    for (; e < n; e += nt) {
+        const float v = __uint_as_float(raw[e]);
+        uint32_t o;
+        if constexpr (MODE >= MODE_F16) {
+            float unused0, unused1;
+            o = tc_pack<MODE>(v, c + 1 < W ? __uint_as_float(raw[e + 1]) : 0.0f, &unused0, &unused1);
+        } else {
+            o = tc_tf32(v);
+        }
+        xs[p * S.XS + r * S.WS + c] = o;
+        c += dc, r += dr;
+        if (c >= W) c -= W, r++;
+        while (r >= S.H) r -= S.H, p++;
+    }
+}
+
+/* The k order's sizes: QW column slots a row (pairs or taps), Q quads of rows, NS k-steps. */
+struct tcc_k {
+    int QW, Q, NS;
+};
+__host__ __device__ constexpr tcc_k tcc_k_of(int C, int K, int mode) {
+    return tcc_k{mode >= MODE_F16 ? (K + 1) / 2 : K, (C * K + 3) / 4,
+                 ((C * K + 3) / 4 * (mode >= MODE_F16 ? (K + 1) / 2 : K) + 1) / 2};
+}
+
+/* The staged planes' strides for conv_tcc_kernel: WS up to 8 or 24 (mod 32) words, XS (a plane) up to WS K
+ * (mod 32), so that rows R and R + 1 are WS apart mod 32 across planes too. */
+__host__ __device__ constexpr tc_shape tcc_shape_of(int H, int W, int M, int K, int act, int pool) {
+    tc_shape s = tc_shape_of(H, W, M, K, act, pool);
+    while (s.WS % 32 != 8 && s.WS % 32 != 24) s.WS++;
+    s.XS = s.RS * s.WS;
+    while ((s.XS - s.WS * K) % 32 != 0) s.XS++;
+    return s;
+}
+
+/* conv_tcc_kernel's shared memory, in 4-byte words: the weight fragments (NS MT 32 lanes x 4 words), the rows'
+ * offsets (4 (Q + 1)), one image's C staged planes (XS words each), the next image's raw copy (C H W floats), each
+ * 16-byte aligned. */
+struct tcc_layout {
+    int rows, xs, raw, words;
+};
+__host__ __device__ constexpr tcc_layout tcc_layout_of(int C, int MT, tcc_k k, int XS, int HW) {
+    return tcc_layout{k.NS * MT * 128, k.NS * MT * 128 + 4 * (k.Q + 1),
+                      k.NS * MT * 128 + 4 * (k.Q + 1) + (C * XS + 3) / 4 * 4,
+                      k.NS * MT * 128 + 4 * (k.Q + 1) + (C * XS + 3) / 4 * 4 + (C * HW + 3) / 4 * 4};
+}
+
+/* Issues (does not wait for) the copy of image b's n floats into raw: 16 bytes at a time where they are whole
+ * aligned 16-byte words. */
+__device__ __forceinline__ void tcc_fetch(uint32_t *raw, const float *__restrict__ x, size_t b, int n) {
+    const int tid = (int)threadIdx.x, nt = (int)blockDim.x;
+    const float *src = x + b * (size_t)n;
+    if (n % 4 == 0 && (uintptr_t)x % 16 == 0) {
+        for (int w = tid; w < n / 4; w += nt)
+            asm volatile(
+                "cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((unsigned)__cvta_generic_to_shared(raw + 4 * w)),
+                "l"(__cvta_generic_to_global(src + 4 * w))
+                : "memory");
+    } else {
+        for (int w = tid; w < n; w += nt) tc_cp4(raw + w, src + w, 4);
+    }
+    asm volatile("cp.async.commit_group;" ::: "memory");
+}
+
+/* The layer's weights into shared memory as A fragments in the k order above: word e = (s MT + mi) 128 + 4 lane +
+ * (r + 2 h) holds, for the lane's (g, t), channel m = 16 mi + g + 8 r of group G = 2 s + h, row R = 4 (G / QW) + t,
+ * slot G % QW (16-bit modes: a rounded pair; tf32: rounded); the rows' offsets in the staged planes (rows past
+ * C K: 0, their weights are 0); and this thread's per-channel constants (the bias). */
+template <int K, int MT, int MODE>
+__device__ __forceinline__ void tcc_weights(uint32_t *wf, int *rows, float (&cm)[MT][2], const float *__restrict__ k,
+                                            const float *__restrict__ bias, int g, const tc_shape &S, int C) {
+    constexpr int KK = K * K;
+    const tcc_k q = tcc_k_of(C, K, MODE);
+    for (int e = (int)threadIdx.x; e < q.NS * MT * 128; e += (int)blockDim.x) {
+        const int w = e & 3, ln = e >> 2 & 31, f = e >> 7, mi = f % MT, s = f / MT;
+        const int m = mi * 16 + (ln >> 2) + 8 * (w & 1), G = 2 * s + (w >> 1);
+        const int R = 4 * (G / q.QW) + (ln & 3), slot = G % q.QW, c = R / K, p = R - c * K;
+        const bool in = m < S.M && R < C * K;               /* the padded quad's rows and group read 0 */
+        const size_t at = ((size_t)m * C + c) * KK + p * K; /* row p of channel c of output channel m, where in */
+        if constexpr (MODE >= MODE_F16) {
+            float unused0, unused1;
+            wf[e] = tc_pack<MODE>(in ? k[at + 2 * slot] : 0.0f, in && 2 * slot + 1 < K ? k[at + 2 * slot + 1] : 0.0f,
+                                  &unused0, &unused1);
+        } else {
+            const float v = in ? k[at + slot] : 0.0f;
+            wf[e] = tc_tf32(v);
+        }
+    }
+    for (int R = (int)threadIdx.x; R < 4 * (q.Q + 1); R += (int)blockDim.x)
+        rows[R] = R < C * K ? R / K * S.XS + R % K * S.WS : 0;
+#pragma unroll
+    for (int mi = 0; mi < MT; mi++)
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            const int m = mi * 16 + g + 8 * r;
+            cm[mi][r] = bias && m < S.M ? bias[m] : 0.0f;
+        }
+}
+
+template <int K, int MT, int MODE>
+__global__ void __launch_bounds__(TCC_THREADS, 1)
+    conv_tcc_kernel(float *__restrict__ y, const float *__restrict__ x, const uint8_t *__restrict__ xu,
+                    const float *__restrict__ k, const float *__restrict__ bias, const tc_params d) {
+    (void)xu; /* float input only */
+    constexpr bool PAIRS = MODE >= MODE_F16;
+    constexpr int T = TCC_T, QW = PAIRS ? (K + 1) / 2 : K, STEP = PAIRS ? 2 : 1; /* a slot's columns */
+    const tc_shape S = d.s;
+    const int C = d.C, HW = S.H * S.W;
+    const tcc_k q = tcc_k_of(C, K, MODE);
+    const tcc_layout L = tcc_layout_of(C, MT, q, S.XS, HW);
+    extern __shared__ __align__(16) uint32_t smem[];
+    int *rows = reinterpret_cast<int *>(smem + L.rows);
+    uint32_t *xs = smem + L.xs, *raw = smem + L.raw;
+    const int tid = (int)threadIdx.x, nt = (int)blockDim.x, lane = tid & 31, warp = tid >> 5, nw = nt >> 5;
+    const int g = lane >> 2 & 7, t = lane & 3;
+    const int nb = (int)((d.B - 1 - (int)blockIdx.x) / (int)gridDim.x) + 1; /* this block's images */
+    tcc_fetch(raw, x, tc_image(0), C * HW);
+
+    float cm[MT][2];
+    tcc_weights<K, MT, MODE>(smem, rows, cm, k, bias, g, S, C);
+    for (int i = tid; i < C * S.XS; i += nt) xs[i] = 0u; /* the margins stay zero */
+
+    const int NP = S.PR * S.CG, YY = S.Yh * S.Yw;
+    const bool pooled = S.pool != TC_NONE;
+    const uint4 *wl = reinterpret_cast<const uint4 *>(smem) + lane;
+    const int *rt = rows + t; /* this lane's rows: 4 m + t */
+    for (int j = 0; j < nb; j++) {
+        asm volatile("cp.async.wait_group 0;" ::: "memory");
+        __syncthreads();                  /* image j landed; the last image's tasks are done with xs */
+        tcc_convert<MODE>(xs, raw, C, S); /* its C planes as C tiles */
+        __syncthreads();
+        if (j + 1 < nb) tcc_fetch(raw, x, tc_image(j + 1), C * HW);
+        float *yi = y + tc_image(j) * S.M * YY + g * YY;
+        for (int w0 = warp * T; w0 < NP; w0 += nw * T) { /* tasks w0 .. w0 + T - 1 */
+            int at[T];                                   /* B's column g, conv row 2 pr */
+#pragma unroll
+            for (int tt = 0; tt < T; tt++) {
+                const int w = w0 + tt < NP ? w0 + tt : w0, pr = w / S.CG; /* past NP: task w0 again, not stored */
+                at[tt] = 2 * pr * S.WS + (w - pr * S.CG) * 8 + g;
+            }
+            float acc[T][MT][2][4];
+#pragma unroll
+            for (int tt = 0; tt < T; tt++)
+#pragma unroll
+                for (int mi = 0; mi < MT; mi++)
+#pragma unroll
+                    for (int r = 0; r < 2; r++)
+#pragma unroll
+                        for (int e = 0; e < 4; e++) acc[tt][mi][r][e] = 0.0f;
+            for (int s = 0; s < q.NS; s++) {
+                uint32_t a[MT][4];
+#pragma unroll
+                for (int mi = 0; mi < MT; mi++) {
+                    const uint4 w = wl[(s * MT + mi) * 32];
+                    a[mi][0] = w.x, a[mi][1] = w.y, a[mi][2] = w.z, a[mi][3] = w.w;
+                }
+                int ob[2]; /* where this lane's k of groups 2 s and 2 s + 1 is, from a column's first */
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const int G = 2 * s + h, m = G / QW;
+                    ob[h] = rt[4 * m] + STEP * (G - m * QW);
+                }
+#pragma unroll
+                for (int tt = 0; tt < T; tt++) {
+                    uint32_t b[2][2];
+#pragma unroll
+                    for (int r = 0; r < 2; r++)
+#pragma unroll
+                        for (int h = 0; h < 2; h++) b[r][h] = xs[at[tt] + r * S.WS + ob[h]];
+#pragma unroll
+                    for (int mi = 0; mi < MT; mi++)
+#pragma unroll
+                        for (int r = 0; r < 2; r++) {
+                            if constexpr (PAIRS)
+                                tc_mma16<MODE>(acc[tt][mi][r], a[mi], b[r][0], b[r][1]);
+                            else
+                                tc_mma(acc[tt][mi][r], a[mi], b[r][0], b[r][1]);
+                        }
+                }
+            }
+#pragma unroll
+            for (int tt = 0; tt < T; tt++) {
+                if (w0 + tt >= NP) break;
+                const int pr = (w0 + tt) / S.CG, cg = w0 + tt - pr * S.CG;
+                const int col = pooled ? cg * 4 + t : cg * 8 + 2 * t;
+                const int o = (pooled ? pr * S.Yw : 2 * pr * S.Wo) + col;
+                tc_store<MT, true, false>(yi + o, 0u, acc[tt], cm, g, !pooled || col < S.Yw, pr, cg, t, S, d);
+            }
+        }
+    }
+}
+
 typedef void (*tc_kernel_fn)(float *, const float *, const uint8_t *, const float *, const float *, const tc_params);
 
 /* m16 tiles a warp: all of a layer's up to four (M <= 64) where their fragments fit in registers (one MMA a
@@ -633,6 +865,27 @@ template <int K, int FIX = 0> static tc_kernel_fn tc_pick_mw(int MW, int mode) {
     return MW == 1 ? tc_pick<K, 1, FIX>(mode) : MW == 2 ? tc_pick<K, 2, FIX>(mode) : tc_pick<K, 4, FIX>(mode);
 }
 
+/* conv_tcc_kernel for K = 3..7, MT = 1, 2 and the one-MMA modes (30 kernels). */
+template <int K> static tc_kernel_fn tcc_pick(int MT, int mode) {
+    switch (mode) {
+    case MODE_TF32: return MT == 1 ? conv_tcc_kernel<K, 1, MODE_TF32> : conv_tcc_kernel<K, 2, MODE_TF32>;
+    case MODE_F16: return MT == 1 ? conv_tcc_kernel<K, 1, MODE_F16> : conv_tcc_kernel<K, 2, MODE_F16>;
+    case MODE_BF16: return MT == 1 ? conv_tcc_kernel<K, 1, MODE_BF16> : conv_tcc_kernel<K, 2, MODE_BF16>;
+    default: return NULL;
+    }
+}
+
+static tc_kernel_fn tcc_kernel_for(int K, int MT, int mode) {
+    switch (K) {
+    case 3: return tcc_pick<3>(MT, mode);
+    case 4: return tcc_pick<4>(MT, mode);
+    case 5: return tcc_pick<5>(MT, mode);
+    case 6: return tcc_pick<6>(MT, mode);
+    case 7: return tcc_pick<7>(MT, mode);
+    default: return NULL;
+    }
+}
+
 static tc_kernel_fn tc_kernel_for(int K, int MW, int mode, int fix) {
     static_assert(TC_FIXED == 6, "instantiate the new fixed layer here");
     switch (fix) {
@@ -660,12 +913,22 @@ static size_t tc_bytes(int XS, int RW, int ipb, int SW) {
     return ((size_t)tc_stage_at(XS, RW, ipb) + (size_t)ipb * (size_t)SW) * sizeof(uint32_t);
 }
 
-int nc_conv_tc_takes(int C, int H, int W, int M, int K, const nc_conv_epilogue *e) {
-    if (C != 1 || K < 3 || K > 7 || M < 1 || M > TC_M_MAX || H < K || W < K) return 0;
+int nc_conv_tc_takes(int version, int C, int H, int W, int M, int K, const nc_conv_epilogue *e, int pixels) {
+    if (version < 7 || version > 10) return 0;
+    /* 3xtf32 on conv_tcc_kernel (three MMAs a product, the operands split as loaded) was no faster than version 6's
+     * exact fp32 on the zoo's second layers (H100, 2026-11-23: 2 to 9% faster on the 12-channel ones, 15 to 18%
+     * slower on the 6-channel ones), so version 8 leaves C > 1 to version 6. */
+    if (C > 1 && (version == 8 || pixels)) return 0; /* and conv_tcc_kernel reads floats */
+    if (C < 1 || K < 3 || K > 7 || M < 1 || M > (C == 1 ? TC_M_MAX : TCC_M_MAX) || H < K || W < K) return 0;
     if (e->act != TC_NONE && e->act != NC_TANH && e->act != NC_RELU && e->act != NC_SIGMOID) return 0;
     if (e->pool != TC_NONE && !((e->pool == NC_MAXPOOL || e->pool == NC_AVGPOOL) && e->P == 2 && e->S == 2)) return 0;
     if (e->pool != TC_NONE && (H - K + 1 < 2 || W - K + 1 < 2)) return 0; /* nothing to pool: version 6 says so */
-    if ((size_t)H * W > TC_SMEM_MAX) return 0;                            /* and no int overflow below */
+    if ((size_t)C * H * W > TC_SMEM_MAX) return 0;                        /* and no int overflow below */
+    if (C > 1) {                                                          /* the TF32 modes' fragments, the larger */
+        const tc_shape s = tcc_shape_of(H, W, M, K, e->act, e->pool);
+        return (size_t)tcc_layout_of(C, (M + 15) / 16, tcc_k_of(C, K, MODE_TF32), s.XS, H * W).words * 4 <=
+               TCC_SMEM_MAX;
+    }
     return tc_bytes(tc_shape_of(H, W, M, K, e->act, e->pool).XS, H * W, 1, 0) <= TC_SMEM_MAX; /* float: larger */
 }
 
@@ -685,6 +948,36 @@ struct tc_plan {
     size_t bytes;
 };
 
+/* The plan of a layer with C > 1 (p->d filled in but for ipb): conv_tcc_kernel, one image a block at a time. */
+static int tcc_make_plan(tc_plan *p, int mode, int K, int sms, size_t limit, nc_error *err) {
+    tc_params &d = p->d;
+    const int MT = (d.s.M + 15) / 16;
+    d.s = tcc_shape_of(d.s.H, d.s.W, d.s.M, K, d.s.act, d.s.pool);
+    const size_t bytes = (size_t)tcc_layout_of(d.C, MT, tcc_k_of(d.C, K, mode), d.s.XS, d.s.H * d.s.W).words * 4;
+    if (bytes > limit) return NC_OK; /* a GPU with less shared memory than Hopper's */
+    p->fn = tcc_kernel_for(K, MT, mode);
+    CUDA_RET(cudaFuncSetAttribute((const void *)p->fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)limit));
+    /* 8 warps a block, or 16 or 4 where those leave more warps an SM (the shared memory of an image's buffers often
+     * leaves one block an SM, and a block's warps wait at its barriers while the image is staged); where they leave
+     * as many, 8 (the order was not measured on its own). */
+    static const int sizes[3] = {256, 512, 128};
+    int best = 0;
+    for (int i = 0; i < 3; i++) {
+        const int threads = sizes[i];
+        int per = 0;
+        const int rc = tc_per_sm(p->fn, threads, bytes, &per, err);
+        if (rc) return rc;
+        if (per * threads > best) best = per * threads, p->threads = threads;
+    }
+    if (best == 0) p->threads = 128, best = 128;
+    const long resident = (long)sms * (best / p->threads);
+    p->blocks = (int)(resident < d.B ? resident : d.B);
+    d.ipb = 1;
+    p->bytes = bytes;
+    p->taken = 1;
+    return NC_OK;
+}
+
 /* The plan for images_per_block ipb at most (halved until the blocks an SM are those of one image). */
 static int tc_make_plan(int version, int ipb, const void *y, const uint8_t *x_u8, int B, int C, int H, int W, int M,
                         int K, const nc_conv_epilogue *e, tc_plan *p, nc_error *err) {
@@ -695,11 +988,13 @@ static int tc_make_plan(int version, int ipb, const void *y, const uint8_t *x_u8
                        TC_IPB_MAX);
     memset(p, 0, sizeof *p);
     /* cp.async copies pixels in aligned 4-byte words: other pixel buffers go to version 6. */
-    if (!nc_conv_tc_takes(C, H, W, M, K, e) || (x_u8 && (uintptr_t)x_u8 % 4 != 0) || B <= 0) return NC_OK;
+    if (!nc_conv_tc_takes(version, C, H, W, M, K, e, x_u8 != NULL) || (x_u8 && (uintptr_t)x_u8 % 4 != 0) || B <= 0)
+        return NC_OK;
     tc_params &d = p->d;
     d.s = tc_shape_of(H, W, M, K, e->act, e->pool);
     d.B = B;
     d.RW = x_u8 ? (H * W + 3) / 4 + 1 : H * W; /* pixels: a shifted image spans one word more */
+    d.C = C;
     d.a = 1.0f, d.c = 0.0f, d.neg = 0;
     d.pairs = d.s.Wo % 2 == 0 && (uintptr_t)y % 8 == 0;
     const int mode = version == 7   ? MODE_TF32
@@ -712,6 +1007,7 @@ static int tc_make_plan(int version, int ipb, const void *y, const uint8_t *x_u8
     CUDA_RET(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     CUDA_RET(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     CUDA_RET(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    if (C > 1) return tcc_make_plan(p, mode, K, sms, (size_t)optin < TCC_SMEM_MAX ? (size_t)optin : TCC_SMEM_MAX, err);
     const size_t limit = (size_t)optin < TC_SMEM_MAX ? (size_t)optin : TC_SMEM_MAX;
     /* A fixed layer's kernel where its stage's bulk copies can run: sm_90 and up, y 16-byte aligned. */
     for (int f = 1; f <= TC_FIXED && major >= 9 && (uintptr_t)y % 16 == 0; f++) {

@@ -62,7 +62,7 @@ int nc_cuda_dense_forward(float *y, const float *x, const float *w, const float 
                           cudaStream_t stream, nc_error *err);
 
 /* nc_run_opts.precision: what the cuda backend may trade for speed. FP32 is exact (every kernel in fp32, the
- * default). The others run one-channel convolutions on a tensor-core conv version and the dense layers on
+ * default). The others run the convolutions on a tensor-core conv version (those it takes) and the dense layers on
  * dense_tc.cu's GEMM at that precision, and are opt-in: TF32 (version 7), FP16 and BF16 are reduced precision;
  * 3XTF32 (version 8) is near-exact (~1e-6 relative, not bitwise). */
 enum {

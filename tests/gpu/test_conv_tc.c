@@ -3,9 +3,10 @@
  * (bf16) of conv_tc.cu, fused with every activation and pooling none / max 2 / avg 2, on float and uint8 input
  * (raw, /255 and mean/std scaling), random shapes (K = 3..7, M across and between multiples of 16, odd and even
  * maps), batches large enough that every block takes several groups of images (the cp.async pipeline), pixels
- * not 4-byte aligned and C > 1 (which they leave to version 6), each at every tuning of nc_conv_tc_tunings; the
- * zoo's first layers, four of which run on kernels of their own shape that stage their outputs (describe_case
- * checks which kernel each launch gets).
+ * not 4-byte aligned (which they leave to version 6), each at every tuning of nc_conv_tc_tunings; the zoo's first
+ * layers, which run on kernels of their own shape that stage their outputs (describe_case checks which kernel each
+ * launch gets); layers of C > 1 input channels (conv_tcc_kernel: the zoo's second layers and random ones, M up to
+ * 32; M beyond it, uint8 input with C > 1 and version 8 with C > 1 left to version 6).
  * Outputs are poisoned with NaN before each run. (dense_tc.cu's GEMMs: tests/gpu/test_dense_tc.c.)
  * Skips (77) where the build has no CUDA or the machine no GPU.
  *
@@ -13,9 +14,10 @@
  * largest over a pooling window; the activations and pooling do not enlarge an error). Rounding to a significand of
  * p bits moves a value by at most u = 2^-p of itself: a product of a rounded weight and an exact uint8 pixel is off
  * by at most u |w x|, of a rounded weight and a rounded float input by (2u + u^2) |w x|; the fp32 sums (the tensor
- * cores' included) add about K K 2^-24 S <= 3e-6 S, allowed as 2^-16. tf32 and fp16 keep 11 bits (u = 2^-11):
- * tol 5.0e-4 on pixels, 9.9e-4 on floats; bf16 8 bits (u = 2^-8): 3.9e-3 and 7.8e-3. 3xtf32 leaves ~2^-22 per
- * product plus fp32's own summation: tol = 1e-5. The pixel scaling is applied after the sum with the rounded
+ * cores' included) add at most n 2^-24 S for n = C K K terms, allowed as that or 2^-16 (C = 1: K K 2^-24 <= 3e-6),
+ * whichever is larger. tf32 and fp16 keep 11 bits (u = 2^-11): tol 5.0e-4 on pixels, 9.9e-4 on floats, plus the
+ * sums; bf16 8 bits (u = 2^-8): 3.9e-3 and 7.8e-3. 3xtf32 leaves ~2^-22 per product (allowed as 2^-21) plus the
+ * sums: 1.6e-5 for C = 1. The pixel scaling is applied after the sum with the rounded
  * weights' sum (conv_tc.cu), so that the bound holds for it too. The run ends by printing the largest
  * |gpu - ref| / S of each, the figures quoted in docs/PERFORMANCE.md. The fp32 reference's uint8 input is lut[p],
  * the kernels' a p + c: the same to ~1 ulp. Versions 7, 9 and 10 take tanh from tanh.approx.f32 (conv_act.cuh),
@@ -50,14 +52,16 @@ int main(void) {
 
 /* The largest |gpu - ref| / S by conv version (7..10). */
 static double worst_conv[TC_LAST + 1];
-/* Runs of fused_case on a kernel of the layer's own shape (nc_conv_tc_describe), and all tensor-core runs. */
-static int fixed_runs, tc_runs;
+/* Runs of fused_case on a kernel of the layer's own shape (nc_conv_tc_describe), all tensor-core runs, and those
+ * of C > 1. */
+static int fixed_runs, tc_runs, channel_runs;
 
-/* The bound derived in the header comment, for version v on uint8 pixels (u8) or float input. */
-static double tol_of(int v, int u8) {
-    if (v == 8) return 1e-5;
+/* The bound derived in the header comment, for version v on uint8 pixels (u8) or float input, n = C K K terms. */
+static double tol_of(int v, int u8, int n) {
+    const double sums = n * 0x1p-24 > 0x1p-16 ? n * 0x1p-24 : 0x1p-16;
+    if (v == 8) return 0x1p-21 + sums;
     const double u = v == 10 ? 0x1p-8 : 0x1p-11; /* bf16 keeps 8 significand bits; tf32 and fp16 11 */
-    return (u8 ? u : 2.0 * u + u * u) + 0x1p-16;
+    return (u8 ? u : 2.0 * u + u * u) + sums;
 }
 
 /* out bitwise equal to the default tuning's def (n floats). */
@@ -120,11 +124,12 @@ static void fused_case(int B, int C, int H, int W, int M, int K, int with_bias, 
     CU(cudaMemcpy(dxu, xu, nx, cudaMemcpyHostToDevice));
     CU(cudaMalloc((void **)&dy, ny * sizeof(float)));
     const nc_conv_epilogue e = {act, pool, P, P};
-    const int tc = nc_conv_tc_takes(C, H, W, M, K, &e) && !(scaling && xu_at % 4);
     int ntunings;
     const nc_conv_tc_tuning *tunings = nc_conv_tc_tunings(&ntunings);
     static const char *const scales[] = {"float", "u8 raw", "u8 unit", "u8 norm"};
     for (int v = TC_FIRST; v <= TC_LAST; v++) {
+        const int tc = nc_conv_tc_takes(v, C, H, W, M, K, &e, scaling != 0) && !(scaling && xu_at % 4);
+        CHECK(!tc || C == 1 || (M <= 32 && !scaling && v != 8)); /* what conv_tcc_kernel takes */
         nc_error err = {0};
         char what[200];
         snprintf(what, sizeof what, "v%d%s B%d C%d H%d W%d M%d K%d%s act %d pool %d %s%s", v, tc ? " tc" : " (v6)", B,
@@ -135,8 +140,8 @@ static void fused_case(int B, int C, int H, int W, int M, int K, int with_bias, 
         check_rc(rc, &err, what);
         float *def = host_from(dy, ny);
         const double extra = tc && v != 8 && act == NC_TANH ? 0x1p-15 : 0.0; /* tanh.approx */
-        check_scaled_extra(what, tc ? &worst_conv[v] : NULL, def, ref, S, ny, tc ? tol_of(v, scaling != 0) : 1e-4,
-                           extra);
+        check_scaled_extra(what, tc ? &worst_conv[v] : NULL, def, ref, S, ny,
+                           tc ? tol_of(v, scaling != 0, C * K * K) : 1e-4, extra);
         for (int ti = 0; ti < ntunings; ti++) {
             char with[240];
             snprintf(with, sizeof with, "%s, images_per_block %d", what, tunings[ti].images_per_block);
@@ -149,7 +154,8 @@ static void fused_case(int B, int C, int H, int W, int M, int K, int with_bias, 
                   NC_OK);
             CHECK(how.tensor_cores == tc);
             CHECK(!tc || (how.images_per_block >= 1 && how.images_per_block <= tunings[ti].images_per_block));
-            fixed_runs += how.fixed_shape > 0, tc_runs += how.tensor_cores;
+            CHECK(!tc || C == 1 || how.images_per_block == 1); /* conv_tcc_kernel: an image at a time */
+            fixed_runs += how.fixed_shape > 0, tc_runs += how.tensor_cores, channel_runs += how.tensor_cores && C > 1;
             float *y = host_from(dy, ny);
             same_bits(with, y, def, ny);
             free(y);
@@ -164,7 +170,8 @@ static void fused_case(int B, int C, int H, int W, int M, int K, int with_bias, 
     free(x), free(ax), free(xu), free(k), free(ak), free(bias), free(conv), free(sc), free(ref), free(S);
 }
 
-/* Versions 7..10 as the ladder's table runs them: the convolution alone, float input (C > 1 goes to version 5). */
+/* Versions 7..10 as the ladder's table runs them: the convolution alone, float input (what the tensor cores do not
+ * take goes to version 5). */
 static void alone_case(int B, int C, int H, int W, int M, int K) {
     const int Ho = H - K + 1, Wo = W - K + 1;
     const size_t nx = (size_t)B * C * H * W, nk = (size_t)M * C * K * K, ny = (size_t)B * M * Ho * Wo;
@@ -181,7 +188,9 @@ static void alone_case(int B, int C, int H, int W, int M, int K) {
     float *dx = dev_from(x, nx * sizeof(float)), *dk = dev_from(k, nk * sizeof(float));
     float *db = dev_from(bias, M * sizeof(float)), *dy;
     CU(cudaMalloc((void **)&dy, ny * sizeof(float)));
+    const nc_conv_epilogue none = {-1, -1, 1, 1};
     for (int v = TC_FIRST; v <= TC_LAST; v++) {
+        const int tc = nc_conv_tc_takes(v, C, H, W, M, K, &none, 0);
         nc_error err = {0};
         CU(cudaMemset(dy, 0xFF, ny * sizeof(float)));
         char what[128];
@@ -190,7 +199,7 @@ static void alone_case(int B, int C, int H, int W, int M, int K) {
         const int rc = nc_cuda_conv_forward(v, dy, dx, dk, db, B, C, H, W, M, K, stream, &err);
         check_rc(rc, &err, what);
         float *y = host_from(dy, ny);
-        check_scaled(what, C == 1 ? &worst_conv[v] : NULL, y, ref, S, ny, C == 1 ? tol_of(v, 0) : 1e-4);
+        check_scaled(what, tc ? &worst_conv[v] : NULL, y, ref, S, ny, tc ? tol_of(v, 0, C * K * K) : 1e-4);
         free(y);
     }
     CU(cudaFree(dx));
@@ -258,7 +267,8 @@ static int sm_major(void) {
 
 /* What nc_conv_tc_describe says of a launch: the zoo's six first layers on kernels of their own shape (on sm_90
  * and up, which their bulk copies need), at most the tuning's images a block; any other activation, pooling, size
- * or M, or y not 16-byte aligned, on the general kernels; C > 1 and pixels not 4-byte aligned not on the tensor
+ * or M, or y not 16-byte aligned, on the general kernels; C > 1 on floats with M <= 32 on conv_tcc_kernel (one
+ * image a block) but at version 8; C > 1 on pixels or with M > 32, and pixels not 4-byte aligned, not on the tensor
  * cores. */
 static void describe_case(void) {
     const nc_conv_tc_tuning one = {1}, four = {4};
@@ -274,20 +284,24 @@ static void describe_case(void) {
         int tc, fixed;   /* expected: on the tensor cores, on fixed layer `fixed` (0: none) */
         int v8;          /* version 8 too on the fixed layer */
     } cases[] = {
-        {1, 64, 64, 6, 5, &tanh_max, 0, 0, 1, 2, 1},   /* 2018 spring */
-        {1, 48, 48, 6, 5, &tanh_max, 0, 0, 1, 3, 1},   /* 2019 spring */
-        {1, 86, 86, 4, 7, &relu, 0, 0, 1, 4, 1},       /* 2020 */
-        {1, 72, 72, 12, 7, &tanh_max, 0, 0, 1, 5, 0},  /* 2018 fall: 33 x 33 planes, an image's copied whole */
-        {1, 70, 70, 12, 5, &tanh_max, 0, 0, 1, 6, 0},  /* 2019 fall */
-        {1, 72, 72, 12, 7, &tanh_max, 0, -1, 1, 0, 0}, /* 2018 fall on float input: the general kernel */
-        {1, 70, 70, 11, 5, &tanh_max, 0, 0, 1, 0, 0},  /* another M */
-        {1, 28, 28, 50, 5, &tanh_max, 2, 0, 1, 0, 0},  /* y 8-byte aligned only: no bulk copies */
-        {1, 28, 28, 50, 5, &relu, 0, 0, 1, 0, 0},      /* another activation */
-        {1, 28, 28, 50, 5, &none, 0, 0, 1, 0, 0},      /* not pooled */
-        {1, 28, 28, 49, 5, &tanh_max, 0, 0, 1, 0, 0},  /* another M */
-        {1, 29, 28, 50, 5, &tanh_max, 0, 0, 1, 0, 0},  /* another H */
-        {3, 28, 28, 50, 5, &tanh_max, 0, 0, 0, 0, 0},  /* C > 1: version 6 */
-        {1, 28, 28, 50, 5, &tanh_max, 0, 1, 0, 0, 0},  /* pixels not 4-byte aligned: version 6 */
+        {1, 64, 64, 6, 5, &tanh_max, 0, 0, 1, 2, 1},    /* 2018 spring */
+        {1, 48, 48, 6, 5, &tanh_max, 0, 0, 1, 3, 1},    /* 2019 spring */
+        {1, 86, 86, 4, 7, &relu, 0, 0, 1, 4, 1},        /* 2020 */
+        {1, 72, 72, 12, 7, &tanh_max, 0, 0, 1, 5, 0},   /* 2018 fall: 33 x 33 planes, an image's copied whole */
+        {1, 70, 70, 12, 5, &tanh_max, 0, 0, 1, 6, 0},   /* 2019 fall */
+        {1, 72, 72, 12, 7, &tanh_max, 0, -1, 1, 0, 0},  /* 2018 fall on float input: the general kernel */
+        {1, 70, 70, 11, 5, &tanh_max, 0, 0, 1, 0, 0},   /* another M */
+        {1, 28, 28, 50, 5, &tanh_max, 2, 0, 1, 0, 0},   /* y 8-byte aligned only: no bulk copies */
+        {1, 28, 28, 50, 5, &relu, 0, 0, 1, 0, 0},       /* another activation */
+        {1, 28, 28, 50, 5, &none, 0, 0, 1, 0, 0},       /* not pooled */
+        {1, 28, 28, 49, 5, &tanh_max, 0, 0, 1, 0, 0},   /* another M */
+        {1, 29, 28, 50, 5, &tanh_max, 0, 0, 1, 0, 0},   /* another H */
+        {3, 28, 28, 50, 5, &tanh_max, 0, -1, 0, 0, 0},  /* C > 1, M > 32: version 6 */
+        {6, 30, 30, 16, 5, &tanh_max, 0, -1, 1, 0, 0},  /* 2018 spring's second layer: conv_tcc_kernel but v8 */
+        {12, 33, 33, 24, 7, &tanh_max, 0, -1, 1, 0, 0}, /* 2018 fall's */
+        {4, 40, 40, 32, 7, &none, 2, -1, 1, 0, 0},      /* C > 1 unpooled, y 8-byte aligned only */
+        {6, 30, 30, 16, 5, &tanh_max, 0, 0, 0, 0, 0},   /* C > 1 on pixels: version 6 */
+        {1, 28, 28, 50, 5, &tanh_max, 0, 1, 0, 0, 0},   /* pixels not 4-byte aligned: version 6 */
     };
     nc_error err = {0};
     nc_conv_tc_launch how;
@@ -303,11 +317,14 @@ static void describe_case(void) {
             CHECK(nc_conv_tc_describe(v, NULL, y + h->y_at, h->xu_at < 0 ? NULL : xu + h->xu_at, 100, h->C, h->H, h->W,
                                       h->M, h->K, h->e, &how, &err) == NC_OK);
             const int fixed = sm90 && (v != 8 || h->v8) ? h->fixed : 0;
-            if (how.tensor_cores != h->tc || how.fixed_shape != fixed)
+            const int tc = h->tc && (h->C == 1 || v != 8); /* version 8 leaves C > 1 to version 6 */
+            if (how.tensor_cores != tc || how.fixed_shape != fixed)
                 fprintf(stderr, "describe v%d case %zu: tensor cores %d, fixed %d; expected %d, %d\n", v, c,
-                        how.tensor_cores, how.fixed_shape, h->tc, fixed);
-            CHECK(how.tensor_cores == h->tc && how.fixed_shape == fixed);
-            CHECK(h->tc ? how.blocks > 0 : how.blocks == 0);
+                        how.tensor_cores, how.fixed_shape, tc, fixed);
+            CHECK(how.tensor_cores == tc && how.fixed_shape == fixed);
+            CHECK(tc ? how.blocks > 0 : how.blocks == 0);
+            CHECK(!tc || h->C == 1 ||
+                  (how.images_per_block == 1 && (how.threads == 128 || how.threads == 256 || how.threads == 512)));
         }
     }
     CHECK(nc_conv_tc_describe(11, NULL, y, xu, 100, 1, 28, 28, 50, 5, &tanh_max, &how, &err) == NC_ERR_ARG);
@@ -348,7 +365,9 @@ int main(void) {
         fused_case(140, 1, 86, 86, 4, 7, 1, NC_RELU, NC_MAXPOOL, 3, 0);
         fused_case(200, 1, 72, 72, 12, 7, 1, NC_TANH, NC_MAXPOOL, 1, 0);
         fused_case(150, 1, 70, 70, 12, 5, 1, NC_TANH, NC_MAXPOOL, 2, 0);
-        fused_case(100, 1, 48, 48, 6, 5, 1, NC_TANH, NC_MAXPOOL, 0, 0); /* float input */
+        fused_case(100, 1, 48, 48, 6, 5, 1, NC_TANH, NC_MAXPOOL, 0, 0);     /* float input */
+        fused_case(150, 12, 33, 33, 24, 7, 1, NC_TANH, NC_MAXPOOL, 0, 0);   /* C > 1: 2018 fall's second layer */
+        fused_case(200, 5, 19, 21, 13, 4, 1, NC_SIGMOID, NC_AVGPOOL, 0, 0); /* and one of the general shape */
         describe_case();
         CU(cudaStreamDestroy(stream));
         return nc_test_done("test_conv_tc (quick)");
@@ -373,13 +392,26 @@ int main(void) {
     fused_case(3, 1, 86, 86, 4, 7, 0, NC_RELU, NC_MAXPOOL, 0, 0);    /* 2020 on floats: the same */
     fused_case(3, 1, 72, 72, 12, 7, 1, NC_TANH, NC_MAXPOOL, 0, 0);   /* 2018 fall on floats: the general kernel */
     fused_case(2, 1, 27, 29, 200, 3, 1, NC_RELU, NC_MAXPOOL, 0, 0);  /* M in 13 tiles, odd maps */
-    fused_case(2, 3, 30, 30, 16, 5, 1, NC_TANH, NC_MAXPOOL, 0, 0);   /* C > 1: version 6 */
-    fused_case(2, 1, 9, 8, 33, 7, 1, NC_SIGMOID, NC_AVGPOOL, 3, 0);  /* a 3 x 2 conv output: one window */
-    fused_case(2, 1, 120, 120, 8, 5, 0, NC_TANH, NC_MAXPOOL, 1, 0);  /* a large image: one block an SM for floats */
-    fused_case(1, 1, 160, 160, 4, 3, 0, NC_TANH, NC_MAXPOOL, 1, 0);  /* 308 KB for a float image: version 6 */
-    fused_case(3, 1, 15, 45, 33, 7, 1, NC_TANH, NC_MAXPOOL, 0, 0);   /* W beyond the last column group */
-    fused_case(3, 1, 28, 28, 50, 5, 1, NC_TANH, NC_MAXPOOL, 1, 1);   /* pixels not 4-byte aligned: version 6 */
-    fused_case(3, 1, 28, 28, 50, 5, 1, NC_TANH, NC_MAXPOOL, 3, 4);   /* 4-byte but not 16-byte aligned: tc */
+    /* C > 1 (conv_tcc_kernel): the zoo's second layers as their networks run them, several images a block. */
+    fused_case(500, 6, 30, 30, 16, 5, 1, NC_TANH, NC_MAXPOOL, 0, 0);  /* 2018 spring */
+    fused_case(300, 12, 33, 33, 24, 7, 1, NC_TANH, NC_MAXPOOL, 0, 0); /* 2018 fall */
+    fused_case(600, 6, 22, 22, 16, 5, 1, NC_TANH, NC_MAXPOOL, 0, 0);  /* 2019 spring */
+    fused_case(300, 12, 33, 33, 24, 5, 1, NC_TANH, NC_MAXPOOL, 0, 0); /* 2019 fall */
+    fused_case(400, 4, 40, 40, 16, 7, 1, NC_RELU, NC_MAXPOOL, 0, 0);  /* 2020 (its network pools 4/4: version 6) */
+    for (int a = 0; a < 4; a++) /* every activation and pooling, odd maps, M across and between tiles */
+        for (int p = 0; p < 3; p++) {
+            const int K = rand_int(3, 7);
+            fused_case(rand_int(1, 300), rand_int(2, 9), rand_int(K + 1, K + 30), rand_int(K + 1, K + 30),
+                       rand_int(1, 32), K, rand_int(0, 1), acts[a], pools[p], 0, 0);
+        }
+    fused_case(2, 3, 30, 30, 40, 5, 1, NC_TANH, NC_MAXPOOL, 0, 0);  /* C > 1, M > 32: version 6 */
+    fused_case(2, 3, 30, 30, 16, 5, 1, NC_TANH, NC_MAXPOOL, 2, 0);  /* C > 1 on pixels: version 6 */
+    fused_case(2, 1, 9, 8, 33, 7, 1, NC_SIGMOID, NC_AVGPOOL, 3, 0); /* a 3 x 2 conv output: one window */
+    fused_case(2, 1, 120, 120, 8, 5, 0, NC_TANH, NC_MAXPOOL, 1, 0); /* a large image: one block an SM for floats */
+    fused_case(1, 1, 160, 160, 4, 3, 0, NC_TANH, NC_MAXPOOL, 1, 0); /* 308 KB for a float image: version 6 */
+    fused_case(3, 1, 15, 45, 33, 7, 1, NC_TANH, NC_MAXPOOL, 0, 0);  /* W beyond the last column group */
+    fused_case(3, 1, 28, 28, 50, 5, 1, NC_TANH, NC_MAXPOOL, 1, 1);  /* pixels not 4-byte aligned: version 6 */
+    fused_case(3, 1, 28, 28, 50, 5, 1, NC_TANH, NC_MAXPOOL, 3, 4);  /* 4-byte but not 16-byte aligned: tc */
     /* Batches of many images a block (an H100 holds ~130 x 4..16 blocks): several groups each, the last one short,
      * the next group's copy in flight, images starting inside a 4-byte word (H W odd), the batch ending inside one. */
     fused_case(19999, 1, 11, 9, 20, 3, 1, NC_TANH, NC_MAXPOOL, 3, 0);
@@ -392,11 +424,14 @@ int main(void) {
                    rand_int(1, 40), K);
     }
     alone_case(3001, 1, 14, 15, 24, 5); /* float input through the pipeline */
+    alone_case(150, 12, 33, 33, 24, 7); /* 2018 fall's second layer unpooled (conv_tcc_kernel) */
     tanh_case();
     describe_case();
     /* The 2017 layer's cases above ran on its own kernel, the others on the general ones. */
-    printf("fused runs on the tensor cores: %d, on a kernel of the layer's own shape: %d\n", tc_runs, fixed_runs);
+    printf("fused runs on the tensor cores: %d, on a kernel of the layer's own shape: %d, of C > 1: %d\n", tc_runs,
+           fixed_runs, channel_runs);
     CHECK(tc_runs > 0 && (sm_major() >= 9 ? fixed_runs > 0 : fixed_runs == 0) && fixed_runs < tc_runs);
+    CHECK(channel_runs > 0 && channel_runs < tc_runs);
     printf("largest relative error of the fused tanh.approx (versions 7, 9, 10): %.3g (2^%.2f)\n", worst_tanh,
            log2(worst_tanh));
     printf("largest |gpu - ref| / sum|w x|: conv v7 tf32 %.3g, v8 3xtf32 %.3g, v9 fp16 %.3g, v10 bf16 %.3g\n",
