@@ -45,10 +45,13 @@ if command -v compute-sanitizer >/dev/null; then
     # many minutes under the tool).
     [ -x $BIN/test_dense_tc ] &&
         run memcheck-dense compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 1 $BIN/test_dense_tc
-    # The convolution's: the zoo's first layers (the fixed-shape kernels' staged outputs and bulk copies).
+    # The convolution's: the zoo's first layers (the fixed-shape kernels' staged outputs and bulk copies), and the
+    # exact versions' rings of channel planes and team barriers on layers of several channels (conv_directc.cu).
     for tool in memcheck racecheck synccheck; do
         NC_GPU_TEST_QUICK=1 run $tool-conv-tc compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 1 \
             $BIN/test_conv_tc
+        NC_GPU_TEST_QUICK=1 run $tool-conv-ladder compute-sanitizer --tool $tool --report-api-errors no \
+            --error-exitcode 1 $BIN/test_conv_ladder
     done
 fi
 M=models/fashion-2017-high.safetensors

@@ -9,8 +9,9 @@
  *   2  tiled: shared-memory input tile, weights in constant memory (conv_tiled.cu)
  *   3  unroll+gemm: im2col, then a shared-memory tiled matrix multiply, two kernels (conv_gemm.cu)
  *   4  implicit-gemm: the unroll fused into a register-tiled matrix multiply (conv_gemm.cu)
- *   5  direct: register-tiled direct convolution, K at compile time (conv_direct.cu)
- *   6  fused: version 5 with bias + activation + pooling in the epilogue and uint8 input (conv_direct.cu)
+ *   5  direct: register-tiled direct convolution, K at compile time (conv_direct.cu; several channels of float
+ *      input: conv_directc.cu)
+ *   6  fused: version 5 with bias + activation + pooling in the epilogue and uint8 input (the same files)
  *   7  tc-tf32: C = 1 layers on TF32 tensor cores, fused; reduced precision, opt-in (conv_tc.cu)
  *   8  tc-3xtf32: version 7 with split operands, near-exact (~1e-6 relative; conv_tc.cu)
  *   9  tc-fp16: version 7 on fp16 tensor cores (m16n8k16, fp32 sums); reduced precision, opt-in (conv_tc.cu)

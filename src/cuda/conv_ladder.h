@@ -8,6 +8,7 @@
  *                   4  implicit-gemm: the unroll fused into the multiply's shared-memory tile, 4 x 4 register tiles
  *   conv_direct.cu  5  direct: register-tiled direct convolution, K known at compile time, __restrict__, unrolled
  *                   6  fused: version 5 with bias + activation + pooling in the epilogue, input read as uint8
+ *   conv_directc.cu 5, 6 on layers of several channels: channel planes copied by cp.async ahead of the arithmetic
  *   conv_tc.cu      7  tc-tf32: fused, implicit GEMM on mma.sync TF32 tensor cores (reduced precision)
  *                   8  tc-3xtf32: version 7 with split weights (and split float inputs): near-exact
  *                   9  tc-fp16: version 7 on mma.sync fp16 (m16n8k16, fp32 sums; reduced precision)
@@ -68,6 +69,16 @@ typedef struct nc_conv_lut {
 int nc_conv_launch_fused(float *y, const float *x, const uint8_t *x_u8, const nc_conv_lut *lut, const float *k,
                          const float *bias, int B, int C, int H, int W, int M, int K, const nc_conv_epilogue *e,
                          cudaStream_t stream, nc_error *err);
+
+/* Versions 5 and 6 on layers of several channels (conv_directc.cu; nc_conv_launch_fused calls it for float input
+ * where it takes the layer): C > 1, K = 3..7, an epilogue nc_conv_direct_fuses takes, a row of tiles of every
+ * channel group within one team of at most 128 threads (M over 8 channels, or 4 under 4/4 pooling, times W-K+1 over 4
+ * columns, each rounded up) and the weights with a ring of three channel planes within 160 KB of shared memory (C K K
+ * M floats and a little). The launcher takes
+ * nc_conv_launch_fused's arguments and result, float input only; NC_ERR_ARG for a layer it does not take. */
+int nc_conv_directc_takes(int C, int H, int W, int M, int K, const nc_conv_epilogue *e);
+int nc_conv_launch_directc(float *y, const float *x, const float *k, const float *bias, int B, int C, int H, int W,
+                           int M, int K, const nc_conv_epilogue *e, cudaStream_t stream, nc_error *err);
 
 /* Whether version `version` (7..10, conv_tc.cu) runs this layer on the tensor cores: K = 3..7, pooling none or 2/2,
  * and either C = 1, M <= 256 and one float image's buffers (its staged tile and two copies) within 192 KB, or

@@ -3,7 +3,9 @@
  * reference nc_ref_conv, on random shapes (C = 1 and C > 1, K = 3..7, with and without bias, maps smaller and
  * larger than a tile or a band), and version 6's fused epilogue (bias, tanh / relu / sigmoid / none, max or
  * average pooling 2/2 and 4/4 or none, float or uint8 input) against nc_ref_conv, the activation and the pooling
- * of src/cpu/ref.c. Outputs are poisoned with NaN before each run, so an element never written fails. Skips (77)
+ * of src/cpu/ref.c; versions 5 and 6 run conv_directc.cu's kernel on C > 1 float input where it takes the layer
+ * (checked for the zoo's), else conv_direct.cu's, and both are covered. Outputs are poisoned with NaN before each
+ * run, so an element never written fails. Skips (77)
  * where the build has no CUDA or the machine no GPU.
  *
  * Tolerance |gpu - ref| <= 1e-4 + 1e-4 |ref| (inputs in [-1, 1] or pixels, weights +-1/sqrt(C*K*K)): versions
@@ -161,8 +163,15 @@ static void test_versions(void) {
     test_case(2, 12, 33, 33, 24, 5, 0); /* 2019 fall conv2 */
     test_case(2, 1, 86, 86, 4, 7, 0);   /* 2020 conv1 */
     test_case(2, 4, 40, 40, 16, 7, 0);  /* 2020 conv2 */
-    /* Bands: a map too large for one block's shared memory in versions 5 and 6. */
+    /* Bands: a map too large for one block's shared memory in versions 5 and 6 (and several bands of
+     * conv_directc.cu's). */
     test_case(2, 8, 150, 140, 5, 5, 1);
+    /* Several channels: items of a few tiles of many channel groups (5 tiles of 25 groups a team), and layers that
+     * conv_directc.cu leaves to conv_direct.cu's kernel: more channel groups than a team has threads, weights over
+     * its shared memory. */
+    test_case(1, 2, 110, 110, 200, 3, 1);
+    test_case(1, 2, 12, 12, 1100, 3, 1);
+    test_case(1, 64, 20, 20, 64, 7, 0);
     /* Version 3's workspace in several slices (10.5 MB of unrolled input per image). */
     test_case(30, 16, 64, 64, 4, 7, 1);
     /* K outside versions 5 and 6's range: said, and the others still right. */
@@ -176,19 +185,42 @@ static void test_fused(void) {
     for (int a = 0; a < 4; a++) {
         for (int p = 0; p < 3; p++) {
             for (int u8 = 0; u8 < 2; u8++) {
-                const int K = rand_int(3, 7), C = rand_int(0, 1) ? 1 : rand_int(2, 6);
-                test_fused_case(rand_int(1, 4), C, rand_int(K + 1, K + 40), rand_int(K + 1, K + 40), rand_int(1, 24), K,
-                                rand_int(0, 1), acts[a], pools[p][0], pools[p][1], u8);
+                for (int several = 0; several < 2; several++) { /* C > 1 on float input: conv_directc.cu */
+                    const int K = rand_int(3, 7), C = several ? rand_int(2, 6) : 1;
+                    test_fused_case(rand_int(1, 4), C, rand_int(K + 1, K + 40), rand_int(K + 1, K + 40),
+                                    rand_int(1, 24), K, rand_int(0, 1), acts[a], pools[p][0], pools[p][1], u8);
+                }
             }
         }
     }
-    for (int rep = 0; rep < 4; rep++) /* pooling 4/4, as in the 2020 model */
-        test_fused_case(2, rand_int(1, 5), rand_int(10, 50), rand_int(10, 50), rand_int(1, 17), rand_int(3, 7), rep % 2,
-                        rep % 2 ? NC_RELU : NC_TANH, rep < 2 ? NC_MAXPOOL : NC_AVGPOOL, 4, rep % 2);
+    for (int rep = 0; rep < 8; rep++) /* pooling 4/4, as in the 2020 model */
+        test_fused_case(2, rep < 4 ? rand_int(2, 5) : 1, rand_int(10, 50), rand_int(10, 50), rand_int(1, 17),
+                        rand_int(3, 7), rep % 2, rep % 2 ? NC_RELU : NC_TANH, rep < 2 ? NC_MAXPOOL : NC_AVGPOOL, 4,
+                        rep % 2);
     test_fused_case(5, 1, 28, 28, 50, 5, 0, NC_TANH, NC_MAXPOOL, 2, 1);     /* the 2017 layer as its network runs it */
     test_fused_case(2, 12, 33, 33, 24, 7, 0, NC_TANH, NC_MAXPOOL, 2, 0);    /* C > 1 */
     test_fused_case(2, 4, 40, 40, 16, 7, 0, NC_RELU, NC_MAXPOOL, 4, 0);     /* 2020 conv2 */
     test_fused_case(2, 3, 160, 150, 7, 5, 1, NC_SIGMOID, NC_AVGPOOL, 2, 1); /* several bands */
+    test_fused_case(3, 3, 160, 150, 7, 5, 1, NC_SIGMOID, NC_AVGPOOL, 2, 0); /* several bands of conv_directc.cu */
+    /* More items than blocks, so that a block's ring of channel planes runs from one item into the next. */
+    test_fused_case(5000, 3, 12, 12, 5, 3, 1, NC_RELU, NC_MAXPOOL, 2, 0);
+    test_fused_case(300, 12, 33, 33, 24, 7, 1, NC_TANH, NC_MAXPOOL, 2, 0);
+
+    /* Which layers conv_directc.cu takes: the zoo's second layers, alone or with their epilogues; not one channel,
+     * K outside 3..7, more channel groups than a team's 128 threads, or weights over its shared memory. */
+    const nc_conv_epilogue alone = {-1, -1, 1, 1}, tanh_max2 = {NC_TANH, NC_MAXPOOL, 2, 2};
+    const nc_conv_epilogue relu_max4 = {NC_RELU, NC_MAXPOOL, 4, 4};
+    CHECK(nc_conv_directc_takes(12, 33, 33, 24, 7, &alone));
+    CHECK(nc_conv_directc_takes(12, 33, 33, 24, 7, &tanh_max2));
+    CHECK(nc_conv_directc_takes(12, 33, 33, 24, 5, &tanh_max2));
+    CHECK(nc_conv_directc_takes(6, 30, 30, 16, 5, &alone));
+    CHECK(nc_conv_directc_takes(6, 22, 22, 16, 5, &tanh_max2));
+    CHECK(nc_conv_directc_takes(4, 40, 40, 16, 7, &relu_max4));
+    CHECK(!nc_conv_directc_takes(1, 28, 28, 50, 5, &tanh_max2));
+    CHECK(!nc_conv_directc_takes(2, 20, 20, 3, 9, &alone));
+    CHECK(nc_conv_directc_takes(2, 110, 110, 200, 3, &alone));
+    CHECK(!nc_conv_directc_takes(2, 12, 12, 1100, 3, &alone));
+    CHECK(!nc_conv_directc_takes(64, 20, 20, 64, 7, &alone));
 
     /* What it cannot fuse, it says. */
     const nc_conv_epilogue odd = {NC_TANH, NC_MAXPOOL, 3, 2};
@@ -203,6 +235,19 @@ int main(void) {
     const int start = gpu_test_start();
     if (start) return start;
     printf("%d convolution versions\n", nc_cuda_conv_num_versions());
+    /* NC_GPU_TEST_QUICK=1 (tools/gpu_suite.sh, under compute-sanitizer's memcheck, racecheck and synccheck):
+     * conv_directc.cu's cp.async rings and team barriers, with more items than teams, on the zoo's second layers'
+     * shapes and a small one. */
+    const char *quick_env = getenv("NC_GPU_TEST_QUICK");
+    if (quick_env && *quick_env == '1') {
+        test_fused_case(4000, 3, 12, 12, 5, 3, 1, NC_RELU, NC_MAXPOOL, 2, 0);
+        test_fused_case(300, 12, 33, 33, 24, 7, 1, NC_TANH, NC_MAXPOOL, 2, 0);
+        test_fused_case(200, 4, 40, 40, 16, 7, 1, NC_RELU, NC_MAXPOOL, 4, 0);
+        test_fused_case(200, 6, 30, 30, 16, 5, 1, -1, -1, 1, 0);
+        test_fused_case(300, 6, 22, 22, 16, 5, 0, NC_SIGMOID, NC_AVGPOOL, 2, 0);
+        CU(cudaStreamDestroy(stream));
+        return nc_test_done("test_conv_ladder (quick)");
+    }
     test_versions();
     test_fused();
     CU(cudaStreamDestroy(stream));

@@ -1,0 +1,385 @@
+/*
+ * Versions 5 and 6 on layers of several input channels (C > 1, float input): conv_directc_kernel. Exact fp32,
+ * the same sums in the same order as conv_direct.cu's kernel (c, then p, then q, with fused multiply-adds), and the
+ * same epilogue; only the way the work is laid out differs.
+ *
+ * conv_direct.cu's kernel stages a whole band of every channel, then waits for it at a barrier with every thread
+ * of the block: on 2018 fall's second layer that barrier and the staging loads were 41% of ncu's stall samples,
+ * with two blocks an SM held there by shared memory (2026-11-22). Here
+ *   - each thread keeps one tile for all the input channels: TR x TC outputs x MB channels (64 sums). Pooling
+ *     P = S = 2 (or none) takes 2 x 4 tiles of 8 channels, P = 4 4 x 4 tiles of 4 channels, so that a tile holds
+ *     whole pooling windows and its epilogue needs no other thread's sums;
+ *   - the threads of a block form teams of one to four warps. A team's item is a run of consecutive tiles of one
+ *     image (row-major) for every channel group, as many as its lanes hold, so that few lanes idle whatever the
+ *     output's width; the host picks the team size that keeps the most tiles of real output working on an SM;
+ *   - a team copies its item one channel plane at a time (the input rows its tiles read) into a ring of DC_NBUF
+ *     planes by cp.async, DC_NBUF - 1 planes ahead of the one it computes, across items, so that the copies run
+ *     behind the arithmetic; a plane costs one barrier of the team's threads alone (bar.sync with an id a team);
+ *   - all the weights stay in shared memory for the block's life, shared by its teams, transposed to (c, p, q, m)
+ *     so that a tap's MB channels are MB/4 broadcast 16-byte loads; a tile's input rows are read as 16-byte words.
+ * Measured side by side with conv_direct.cu's kernel (H100, N = 10000, 2026-11-23; docs/PERFORMANCE.md): 2018
+ * fall's second layer 7.9 -> 5.8 ms alone, 7.7 -> 5.5 fused with tanh and max pooling.
+ *
+ *   nanoconv eval --model M --backend cuda --conv-kernel 6     (a model whose second layer has C > 1)
+ *   nanoconv bench --backend cuda --shape 12x33x33:24x7+tanh+maxpool2 --versions 5,6
+ */
+#include "cuda/conv_act.cuh"
+#include "cuda/conv_ladder.h"
+#include "cuda/cuda_check.h"
+
+#define DC_NBUF 3               /* channel planes in a team's ring: one computed, two in flight */
+#define DC_THREADS_MAX 512      /* a block's threads: one tile and channel group each */
+#define DC_TEAM_MAX 128         /* a team's threads: at most four warps wait at its barrier */
+#define DC_TEAMS_MAX 15         /* named barriers 1..15 (0 is __syncthreads') */
+#define DC_SMEM_MAX (160 << 10) /* the weights and the teams' rings */
+
+/* A thread's tile for pooling window P (1: none): TR x TC outputs of MB channels. */
+template <int P> struct dc_tile { static constexpr int TR = P == 4 ? 4 : 2, TC = 4, MB = P == 4 ? 4 : 8; };
+
+struct dc_params {
+    int C, H, W, M;
+    int Ho, Wo, Yh, Yw;   /* the convolution's output; what is stored (pooled, or Ho x Wo) */
+    int act, pool;        /* nc_layer_kind or -1 */
+    int MP;               /* M padded to whole channel groups: the weights' last dimension in shared memory */
+    int tcols, tiles;     /* tiles across the output, and in all (tile rows times tcols) */
+    int team_tiles;       /* an item: that many consecutive tiles of an image, in row-major order */
+    int per_image, items; /* items an image; B * per_image */
+    int RB, WS;           /* a staged plane: rows, and the row stride in words (a multiple of 4) */
+    int teams;            /* teams a block */
+    int team_threads;     /* a team's threads (whole warps) */
+    int team_units;       /* those with a tile: channel groups times team_tiles */
+};
+
+/* Where a thread's share of a plane copy starts (row r0, column s0 of RB x WS) and how far it steps (dr rows and ds
+ * columns for team_threads elements), so that the copy loop needs no division. */
+struct dc_walk {
+    int r0, s0, dr, ds;
+};
+
+/* One 4-byte cp.async: src's word where `in`, else zeros (nothing is read). */
+__device__ __forceinline__ void dc_cp4(float *dst, const float *src, bool in) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
+                 "l"(__cvta_generic_to_global(src)), "r"(in ? 4 : 0)
+                 : "memory");
+}
+
+/* A team's copy of channel c of item `item` into plane dst, this thread's elements tt, tt + team_threads, ...: RB
+ * rows from the item's first tile row's first input row, WS words each, zeros past the image. Committed as one cp.async
+ * group by the caller. (With a division an element, the copy's were among the most executed instructions of one-warp
+ * blocks: ncu, 2026-11-23.) */
+template <int TR>
+__device__ __forceinline__ void dc_stage(float *dst, const float *__restrict__ x, const dc_params &d, const dc_walk &wk,
+                                         int tt, int item, int c) {
+    const int b = item / d.per_image, h0 = item % d.per_image * d.team_tiles / d.tcols * TR;
+    const float *src = x + ((size_t)b * d.C + c) * d.H * d.W;
+    int r = wk.r0, s = wk.s0;
+    for (int i = tt; i < d.RB * d.WS; i += d.team_threads) {
+        const bool in = h0 + r < d.H && s < d.W;
+        dc_cp4(dst + i, in ? src + (size_t)(h0 + r) * d.W + s : src, in);
+        r += wk.dr, s += wk.ds;
+        if (s >= d.WS) s -= d.WS, r++;
+    }
+}
+
+/* N floats from a 16-byte aligned src: as many 16-byte loads as fit, then an 8- and a 4-byte one as needed. */
+template <int N> __device__ __forceinline__ void dc_load_row(float (&v)[N], const float *src) {
+#pragma unroll
+    for (int j = 0; j + 4 <= N; j += 4) {
+        const float4 f = *reinterpret_cast<const float4 *>(src + j);
+        v[j] = f.x, v[j + 1] = f.y, v[j + 2] = f.z, v[j + 3] = f.w;
+    }
+    constexpr int j2 = N / 4 * 4;
+    if constexpr (N % 4 >= 2) {
+        const float2 f = *reinterpret_cast<const float2 *>(src + j2);
+        v[j2] = f.x, v[j2 + 1] = f.y;
+    }
+    if constexpr (N % 2 == 1) v[N - 1] = src[N - 1];
+}
+
+/* The barrier of team t's threads alone (barrier 0 is __syncthreads'). */
+__device__ __forceinline__ void dc_team_sync(int t, int threads) {
+    asm volatile("bar.sync %0, %1;" ::"r"(t + 1), "r"(threads) : "memory");
+}
+
+/* The epilogue of one tile, as conv_direct.cu's (the same operations in the same order): + bias, the activation,
+ * the pooling, switched once for the tile; b the image, (row0, col0) the tile's first convolution output, m0 its
+ * first channel. Max pooling takes the window's largest sum first (bias and activations are monotone). */
+template <int P, int TR, int TC, int MB>
+__device__ __forceinline__ void dc_epilogue(float (&acc)[TR][TC][MB], float *__restrict__ y,
+                                            const float *__restrict__ bias, const dc_params &d, int b, int row0,
+                                            int col0, int m0) {
+    const int nm = min(MB, d.M - m0);
+    const size_t YY = (size_t)d.Yh * d.Yw;
+    float *yg = y + ((size_t)b * d.M + m0) * YY;
+    float bm[MB];
+#pragma unroll
+    for (int m = 0; m < MB; m++) bm[m] = bias && m < nm ? bias[m0 + m] : 0.0f;
+    if constexpr (P > 1) {
+        constexpr int PR = TR / P, PC = TC / P; /* pooling windows down and across the tile */
+        if (d.pool == NC_MAXPOOL) {
+            float o[PR][PC][MB];
+#pragma unroll
+            for (int a = 0; a < PR; a++)
+#pragma unroll
+                for (int e = 0; e < PC; e++)
+#pragma unroll
+                    for (int m = 0; m < MB; m++) {
+                        float v = acc[a * P][e * P][m];
+#pragma unroll
+                        for (int i = 0; i < P; i++)
+#pragma unroll
+                            for (int j = 0; j < P; j++) v = fmaxf(v, acc[a * P + i][e * P + j][m]);
+                        o[a][e][m] = bias ? v + bm[m] : v;
+                    }
+            nc_act_n(d.act, reinterpret_cast<float(&)[PR * PC * MB]>(o));
+#pragma unroll
+            for (int a = 0; a < PR; a++)
+#pragma unroll
+                for (int e = 0; e < PC; e++) {
+                    const int ph = row0 / P + a, pw = col0 / P + e;
+                    if (ph < d.Yh && pw < d.Yw)
+#pragma unroll
+                        for (int m = 0; m < MB; m++)
+                            if (m < nm) yg[m * YY + (size_t)ph * d.Yw + pw] = o[a][e][m];
+                }
+            return;
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < TR; i++)
+#pragma unroll
+        for (int j = 0; j < TC; j++)
+#pragma unroll
+            for (int m = 0; m < MB; m++)
+                if (bias) acc[i][j][m] += bm[m];
+    nc_act_n(d.act, reinterpret_cast<float(&)[TR * TC * MB]>(acc));
+    if constexpr (P > 1) { /* average pooling: the window's sum in the order i, j */
+        constexpr int PR = TR / P, PC = TC / P;
+#pragma unroll
+        for (int a = 0; a < PR; a++)
+#pragma unroll
+            for (int e = 0; e < PC; e++) {
+                const int ph = row0 / P + a, pw = col0 / P + e;
+#pragma unroll
+                for (int m = 0; m < MB; m++) {
+                    float s = 0.0f;
+#pragma unroll
+                    for (int i = 0; i < P; i++)
+#pragma unroll
+                        for (int j = 0; j < P; j++) s += acc[a * P + i][e * P + j][m];
+                    if (ph < d.Yh && pw < d.Yw && m < nm) yg[m * YY + (size_t)ph * d.Yw + pw] = s / (float)(P * P);
+                }
+            }
+    } else {
+#pragma unroll
+        for (int i = 0; i < TR; i++)
+#pragma unroll
+            for (int j = 0; j < TC; j++)
+                if (row0 + i < d.Ho && col0 + j < d.Wo)
+#pragma unroll
+                    for (int m = 0; m < MB; m++)
+                        if (m < nm) yg[m * YY + (size_t)(row0 + i) * d.Wo + col0 + j] = acc[i][j][m];
+    }
+}
+
+/* A persistent grid of blocks of `teams` teams. Team t of block j takes items (j teams + t) + i (gridDim teams), i =
+ * 0, 1, ...: the teams share the weights and nothing else, and each keeps its own ring and barrier, so that no warp
+ * waits for more than its team's few warps (with one barrier for a block of five warps, ncu put 29% of the stall
+ * samples of 2018 fall's second layer at it, 2026-11-23). Dynamic shared memory:
+ *   ws (C, K, K, MP)              the weights, zero past M
+ *   rings (teams, DC_NBUF, RB, WS) channel planes; plane u of a team's sequence (item u / C, channel u % C) in slot
+ *                                 u % DC_NBUF */
+template <int K, int P>
+__global__ void __launch_bounds__(DC_THREADS_MAX, 1)
+    conv_directc_kernel(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ k,
+                        const float *__restrict__ bias, const dc_params d) {
+    constexpr int TR = dc_tile<P>::TR, TC = dc_tile<P>::TC, MB = dc_tile<P>::MB;
+    constexpr int KK = K * K, RN = TC + K - 1; /* a tile row's input: RN floats */
+    extern __shared__ __align__(16) float smem[];
+    const int C = d.C, MP = d.MP, PS = d.RB * d.WS;
+    const int tid = (int)threadIdx.x, team = tid / d.team_threads, tt = tid - team * d.team_threads;
+    float *ws = smem, *ring = smem + C * KK * MP + team * DC_NBUF * PS;
+
+    for (int i = tid; i < C * KK * MP; i += (int)blockDim.x) {
+        const int m = i % MP, cj = i / MP; /* cj = c KK + p K + q */
+        ws[i] = m < d.M ? k[(size_t)m * C * KK + cj] : 0.0f;
+    }
+    __syncthreads(); /* the weights are written */
+    const int first = (int)blockIdx.x * d.teams + team, stride = (int)gridDim.x * d.teams;
+    const int my_items = first < d.items ? (d.items - first + stride - 1) / stride : 0;
+    const dc_walk wk = {tt / d.WS, tt % d.WS, d.team_threads / d.WS, d.team_threads % d.WS};
+    /* The next plane to copy: the team's item pn, channel pc. */
+    int pn = 0, pc = 0;
+    for (int u = 0; u < DC_NBUF - 1; u++) {
+        if (pn < my_items) dc_stage<TR>(ring + u * PS, x, d, wk, tt, first + pn * stride, pc);
+        asm volatile("cp.async.commit_group;" ::: "memory");
+        if (++pc == C) pc = 0, pn++;
+    }
+
+    /* This thread's channel group g (slowest, so a warp's weight loads are mostly one broadcast) and tile t of each
+     * item. */
+    const int g = tt / d.team_tiles, t = tt - g * d.team_tiles;
+    float acc[TR][TC][MB];
+    int slot = 0; /* ring slot of the plane being computed */
+    for (int n = 0; n < my_items; n++) {
+        const int item = first + n * stride, part = item % d.per_image, tile = part * d.team_tiles + t;
+        const int tr = tile / d.tcols, tc = tile - tr * d.tcols, tr0 = part * d.team_tiles / d.tcols;
+        const bool on = tt < d.team_units && tile < d.tiles; /* a tile of this item */
+        const int x_at = (tr - tr0) * TR * d.WS + tc * TC;   /* its window in a plane */
+#pragma unroll
+        for (int i = 0; i < TR; i++)
+#pragma unroll
+            for (int j = 0; j < TC; j++)
+#pragma unroll
+                for (int m = 0; m < MB; m++) acc[i][j][m] = 0.0f;
+        for (int c = 0; c < C; c++) {
+            /* This thread's copies of the plane have landed (DC_NBUF - 2 younger groups may be in flight); after
+             * the barrier the team's have, and the team is done with the slot the next copy overwrites. */
+            asm volatile("cp.async.wait_group %0;" ::"n"(DC_NBUF - 2) : "memory");
+            dc_team_sync(team, d.team_threads);
+            if (pn < my_items)
+                dc_stage<TR>(ring + (slot + DC_NBUF - 1) % DC_NBUF * PS, x, d, wk, tt, first + pn * stride, pc);
+            asm volatile("cp.async.commit_group;" ::: "memory"); /* perhaps empty: the count stays right */
+            if (++pc == C) pc = 0, pn++;
+            if (on) {
+                const float *xb = ring + slot * PS + x_at;
+                const float *wb = ws + c * KK * MP + g * MB;
+#pragma unroll 1
+                for (int p = 0; p < K; p++) {
+                    float row[TR][RN];
+#pragma unroll
+                    for (int i = 0; i < TR; i++) dc_load_row<RN>(row[i], xb + (p + i) * d.WS);
+#pragma unroll
+                    for (int q = 0; q < K; q++) {
+                        float w[MB];
+#pragma unroll
+                        for (int v = 0; v < MB / 4; v++) {
+                            const float4 f = *reinterpret_cast<const float4 *>(wb + (p * K + q) * MP + 4 * v);
+                            w[4 * v] = f.x, w[4 * v + 1] = f.y, w[4 * v + 2] = f.z, w[4 * v + 3] = f.w;
+                        }
+#pragma unroll
+                        for (int i = 0; i < TR; i++)
+#pragma unroll
+                            for (int j = 0; j < TC; j++)
+#pragma unroll
+                                for (int m = 0; m < MB; m++) acc[i][j][m] = fmaf(row[i][j + q], w[m], acc[i][j][m]);
+                    }
+                }
+            }
+            slot = slot + 1 == DC_NBUF ? 0 : slot + 1;
+        }
+        if (on) dc_epilogue<P>(acc, y, bias, d, item / d.per_image, tr * TR, tc * TC, g * MB);
+    }
+    asm volatile("cp.async.wait_group 0;" ::: "memory"); /* no copy outlives the block (all were empty by now) */
+}
+
+typedef void (*dc_kernel_fn)(float *, const float *, const float *, const float *, const dc_params);
+
+template <int P> static dc_kernel_fn dc_pick(int K) {
+    switch (K) {
+    case 3: return conv_directc_kernel<3, P>;
+    case 4: return conv_directc_kernel<4, P>;
+    case 5: return conv_directc_kernel<5, P>;
+    case 6: return conv_directc_kernel<6, P>;
+    case 7: return conv_directc_kernel<7, P>;
+    default: return NULL;
+    }
+}
+
+/* Instantiated for K = 3..7 and P = 1 (no pooling), 2 and 4 (15 kernels). */
+static dc_kernel_fn dc_kernel_for(int K, int P) {
+    return P == 4 ? dc_pick<4>(K) : P == 2 ? dc_pick<2>(K) : dc_pick<1>(K);
+}
+
+/* The shape's fixed part of the plan (everything but the team); 0 where this kernel does not take the layer. */
+static int dc_shape(dc_params *d, int *P, int C, int H, int W, int M, int K, const nc_conv_epilogue *e) {
+    if (C < 2 || K < 3 || K > 7 || !nc_conv_direct_fuses(e, K)) return 0;
+    *P = e->pool < 0 ? 1 : e->P;
+    const int TR = *P == 4 ? 4 : 2, TC = 4, MB = *P == 4 ? 4 : 8;
+    d->C = C, d->H = H, d->W = W, d->M = M;
+    d->Ho = H - K + 1, d->Wo = W - K + 1;
+    d->act = e->act, d->pool = e->pool;
+    d->Yh = *P == 1 ? d->Ho : d->Ho >= *P ? (d->Ho - *P) / *P + 1 : 0;
+    d->Yw = *P == 1 ? d->Wo : d->Wo >= *P ? (d->Wo - *P) / *P + 1 : 0;
+    const int rows = *P == 1 ? d->Ho : d->Yh * *P, cols = *P == 1 ? d->Wo : d->Yw * *P; /* outputs that count */
+    d->tcols = (cols + TC - 1) / TC, d->tiles = (rows + TR - 1) / TR * d->tcols;
+    d->MP = (M + MB - 1) / MB * MB;
+    d->WS = (d->tcols * TC + K - 1 + 3) / 4 * 4;
+    const size_t w_bytes = (size_t)C * K * K * d->MP * sizeof(float);
+    const size_t ring_row = (size_t)DC_NBUF * d->WS * sizeof(float);
+    /* A tile of every channel group a team at least, and the weights with one team's ring of one tile row. */
+    return d->MP / MB <= DC_TEAM_MAX && w_bytes + ring_row * (TR + K - 1) <= DC_SMEM_MAX;
+}
+
+/* Input rows a plane holds for an item of n consecutive tiles, tcols a tile row: the tile rows n tiles can touch
+ * (from a row's last tile on), TR outputs each, and K - 1 more. */
+static int dc_rows(int tcols, int n, int TR, int K) {
+    return ((n - 1 + tcols - 1) / tcols + 1) * TR + K - 1;
+}
+
+int nc_conv_directc_takes(int C, int H, int W, int M, int K, const nc_conv_epilogue *e) {
+    dc_params d;
+    int P;
+    return H >= K && W >= K && M >= 1 && dc_shape(&d, &P, C, H, W, M, K, e);
+}
+
+int nc_conv_launch_directc(float *y, const float *x, const float *k, const float *bias, int B, int C, int H, int W,
+                           int M, int K, const nc_conv_epilogue *e, cudaStream_t stream, nc_error *err) {
+    dc_params d;
+    int P;
+    if (!nc_conv_directc_takes(C, H, W, M, K, e) || !dc_shape(&d, &P, C, H, W, M, K, e))
+        return nc_fail(err, NC_ERR_ARG,
+                       "conv versions 5 and 6 (direct, several channels) do not take C = %d, %dx%d, M = %d, K = %d "
+                       "(version 4 takes any)",
+                       C, H, W, M, K);
+    if (B <= 0 || d.Yh <= 0 || d.Yw <= 0) return NC_OK; /* nothing to compute, or nothing to pool */
+    const int TR = P == 4 ? 4 : 2, MB = P == 4 ? 4 : 8;
+    const dc_kernel_fn fn = dc_kernel_for(K, P);
+    const size_t w_bytes = (size_t)C * K * K * d.MP * sizeof(float);
+    CUDA_RET(cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, DC_SMEM_MAX));
+    int device = 0, sms = 0;
+    CUDA_RET(cudaGetDevice(&device));
+    CUDA_RET(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    /* A team's tiles: for a team of w = 1..4 warps, as many as its lanes hold for every channel group, then evened
+     * out over the items an image needs; with as many teams a block as its threads and shared memory allow (they
+     * share the weights). The candidate that keeps the most tiles of real output working on an SM at once (blocks
+     * an SM times their teams times an item's real tiles on average) wins; on a tie the larger team (fewer
+     * items, fewer halo rows copied; measured faster on 2019 fall's and 2019 spring's second layers). */
+    const int G = d.MP / MB;
+    double best = -1.0;
+    int best_tiles = 1, best_teams = 1, best_blocks = 1;
+    for (int w = 1; w <= DC_TEAM_MAX / 32; w++) {
+        int n = 32 * w / G < d.tiles ? 32 * w / G : d.tiles;
+        if (n < 1) continue;
+        const int per_image = (d.tiles + n - 1) / n;
+        n = (d.tiles + per_image - 1) / per_image;
+        const int team_threads = (G * n + 31) / 32 * 32;
+        if (team_threads < 32 * w) continue; /* a smaller team did as much */
+        const size_t ring = (size_t)DC_NBUF * dc_rows(d.tcols, n, TR, K) * d.WS * sizeof(float);
+        int teams = DC_THREADS_MAX / team_threads;
+        if (teams > DC_TEAMS_MAX) teams = DC_TEAMS_MAX;
+        while (teams > 1 && w_bytes + teams * ring > DC_SMEM_MAX) teams--;
+        if (w_bytes + teams * ring > DC_SMEM_MAX) continue;
+        int per_sm = 0;
+        CUDA_RET(
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, teams * team_threads, w_bytes + teams * ring));
+        const double score = (double)per_sm * teams * G * d.tiles / per_image;
+        if (score >= best) best = score, best_tiles = n, best_teams = teams, best_blocks = per_sm > 0 ? per_sm : 1;
+    }
+    d.team_tiles = best_tiles;
+    d.per_image = (d.tiles + best_tiles - 1) / best_tiles;
+    if ((long long)B * d.per_image > 0x7FFFFFFF)
+        return nc_fail(err, NC_ERR_ARG, "conv versions 5 and 6 (direct): %d images of %d items is too many at once", B,
+                       d.per_image);
+    d.items = B * d.per_image;
+    d.team_units = G * best_tiles;
+    d.team_threads = (d.team_units + 31) / 32 * 32;
+    d.RB = dc_rows(d.tcols, best_tiles, TR, K);
+    /* No more teams than items, in as few blocks as hold them. */
+    d.teams = best_teams < d.items ? best_teams : d.items;
+    const long grid = (long)sms * best_blocks, needed = (d.items + d.teams - 1) / d.teams;
+    const size_t smem = w_bytes + (size_t)d.teams * DC_NBUF * d.RB * d.WS * sizeof(float);
+    fn<<<(unsigned)(grid < needed ? grid : needed), d.teams * d.team_threads, smem, stream>>>(y, x, k, bias, d);
+    CUDA_LAUNCHED();
+    return NC_OK;
+}
