@@ -71,11 +71,11 @@ int nc_conv_launch_fused(float *y, const float *x, const uint8_t *x_u8, const nc
                          cudaStream_t stream, nc_error *err);
 
 /* Versions 5 and 6 on layers of several channels (conv_directc.cu; nc_conv_launch_fused calls it for float input
- * where it takes the layer): C > 1, K = 3..7, an epilogue nc_conv_direct_fuses takes, a row of tiles of every
- * channel group within one team of at most 128 threads (M over 8 channels, or 4 under 4/4 pooling, times W-K+1 over 4
- * columns, each rounded up) and the weights with a ring of three channel planes within 160 KB of shared memory (C K K
- * M floats and a little). The launcher takes
- * nc_conv_launch_fused's arguments and result, float input only; NC_ERR_ARG for a layer it does not take. */
+ * where it takes the layer): C > 1, K = 3..7, an epilogue nc_conv_direct_fuses takes, a tile of every channel group
+ * within a team of at most 128 threads (M up to 1024, or 512 under 4/4 pooling), and the weights (C K K M floats, M
+ * rounded up to 8 or 4) with a team's ring of three planes of one tile row within 160 KB of shared memory. The
+ * launcher takes nc_conv_launch_fused's arguments and result, float input only; NC_ERR_ARG for a layer it does not
+ * take. */
 int nc_conv_directc_takes(int C, int H, int W, int M, int K, const nc_conv_epilogue *e);
 int nc_conv_launch_directc(float *y, const float *x, const float *k, const float *bias, int B, int C, int H, int W,
                            int M, int K, const nc_conv_epilogue *e, cudaStream_t stream, nc_error *err);
