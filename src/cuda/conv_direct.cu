@@ -287,7 +287,7 @@ int nc_conv_launch_fused(float *y, const float *x, const uint8_t *x_u8, const nc
     const int WS = d.pc * PT + K - 1, G = (M + MB - 1) / MB;
     const size_t per_row = (size_t)C * WS * sizeof(float);
     /* Every group's weights once per block where they take at most DIRECT_W_ALL_MAX and leave room for a band
-     * (all the zoo's layers: at most 24 x 12 x 52 floats, 59 KB, for 2018 fall's second layer); else one group
+     * (all the zoo's first layers; the second layers run on conv_directc.cu's kernel); else one group
      * at a time, restaged for every band. */
     const size_t w_all = (size_t)G * C * MB * KK4 * sizeof(float), lut_b = x_u8 ? 256 * sizeof(float) : 0;
     d.w_all = w_all <= DIRECT_W_ALL_MAX && w_all + lut_b + per_row * (PT + K - 1) <= DIRECT_SMEM_MAX;

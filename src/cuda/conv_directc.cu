@@ -293,7 +293,7 @@ static dc_kernel_fn dc_kernel_for(int K, int P) {
 
 /* The shape's fixed part of the plan (everything but the team); 0 where this kernel does not take the layer. */
 static int dc_shape(dc_params *d, int *P, int C, int H, int W, int M, int K, const nc_conv_epilogue *e) {
-    if (C < 2 || K < 3 || K > 7 || !nc_conv_direct_fuses(e, K)) return 0;
+    if (C < 2 || K < 3 || K > 7 || H < K || W < K || M < 1 || !nc_conv_direct_fuses(e, K)) return 0;
     *P = e->pool < 0 ? 1 : e->P;
     const int TR = *P == 4 ? 4 : 2, TC = 4, MB = *P == 4 ? 4 : 8;
     d->C = C, d->H = H, d->W = W, d->M = M;
@@ -320,14 +320,14 @@ static int dc_rows(int tcols, int n, int TR, int K) {
 int nc_conv_directc_takes(int C, int H, int W, int M, int K, const nc_conv_epilogue *e) {
     dc_params d;
     int P;
-    return H >= K && W >= K && M >= 1 && dc_shape(&d, &P, C, H, W, M, K, e);
+    return dc_shape(&d, &P, C, H, W, M, K, e);
 }
 
 int nc_conv_launch_directc(float *y, const float *x, const float *k, const float *bias, int B, int C, int H, int W,
                            int M, int K, const nc_conv_epilogue *e, cudaStream_t stream, nc_error *err) {
     dc_params d;
     int P;
-    if (!nc_conv_directc_takes(C, H, W, M, K, e) || !dc_shape(&d, &P, C, H, W, M, K, e))
+    if (!dc_shape(&d, &P, C, H, W, M, K, e))
         return nc_fail(err, NC_ERR_ARG,
                        "conv versions 5 and 6 (direct, several channels) do not take C = %d, %dx%d, M = %d, K = %d "
                        "(version 4 takes any)",
