@@ -46,7 +46,8 @@ if command -v compute-sanitizer >/dev/null; then
     [ -x $BIN/test_dense_tc ] &&
         run memcheck-dense compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 1 $BIN/test_dense_tc
     # The convolution's: the zoo's first layers (the fixed-shape kernels' staged outputs and bulk copies), and the
-    # exact versions' rings of channel planes and team barriers on layers of several channels (conv_directc.cu).
+    # exact versions' copies ahead: rings of channel planes and team barriers on layers of several channels
+    # (conv_directc.cu), the next band of one-channel layers, pixels aligned or not (conv_direct.cu).
     for tool in memcheck racecheck synccheck; do
         NC_GPU_TEST_QUICK=1 run $tool-conv-tc compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 1 \
             $BIN/test_conv_tc

@@ -4,15 +4,16 @@
  *   5  direct: each thread computes a PT x PT patch of the output for MB output channels at once, from a
  *      (PT+K-1)^2 window of the input held in registers; K, PT and MB are template parameters, so every loop
  *      over the window and the weights unrolls and every register array is indexed by constants; pointers are
- *      __restrict__. A block stages a band of rows of one image (every input channel) and one group of MB
- *      channels' weights (padded to float4 rows) in shared memory: each input pixel comes from global memory
- *      once per block and each weight is a broadcast 16-byte load reused PT*PT times.
+ *      __restrict__. A block takes bands of rows of one image (every input channel) in turn, with the
+ *      weights (padded to float4 rows) in shared memory: each input pixel comes from global memory once per block
+ *      and each weight is a broadcast 16-byte load reused PT*PT times. The next band is copied by cp.async while
+ *      this one is computed, into the other of two buffers; unpooled outputs go out as float2 pairs.
  *      nanoconv eval --model M --backend cuda --conv-kernel 5
  *   6  fused: the same kernel with the epilogue on: + bias, the activation, and PT x PT pooling (P = S = PT)
  *      before the one store, so the full-size convolution output never goes to memory (4x or 16x fewer bytes
- *      written), and the input may be read as uint8 pixels, turned into floats through the model's scaling
- *      table as they are staged in shared memory (4x fewer bytes read). Asked for a convolution alone it is
- *      version 5.
+ *      written), and the input may be read as uint8 pixels (4x fewer bytes read): copied ahead as they are
+ *      (where 4-byte aligned; else read as they are converted) and turned into floats through the model's
+ *      scaling table after the previous band's arithmetic. Asked for a convolution alone it is version 5.
  *      nanoconv eval --model M --backend cuda --conv-kernel 6     (Op Time's note: "fused tanh+maxpool")
  * Layers of several channels on float input go to conv_directc.cu's kernel where it takes them (the zoo's second
  * layers: it is 1.2 to 1.4 times as fast there); this one keeps one-channel layers, uint8 pixels and the rest.
@@ -23,9 +24,12 @@
  * quarter (P = 2) of the tanh evaluations. The epilogue switches on the pooling and the activation once for a
  * thread's MB channels (conv_act.cuh), not once an output: that cut the 2017 kernel's code from about 21,000
  * instructions to 6,300 and its registers from 128 with spills to 110 without, and with the band's loads batched
- * (DIRECT_STAGE) took the 2017 layer fused from 0.87 to 0.70 ms and 2018 fall's second layer from 9.3 to 7.8 ms
- * (H100, 2026-11-22; ncu had put an instruction-cache stall, the staging barrier and the staging loads' latency
- * first among the stalls).
+ * (8 in flight a thread, since replaced by the copy ahead) took the 2017 layer fused from 0.87 to 0.70 ms and
+ * 2018 fall's second layer from 9.3 to 7.8 ms (H100, 2026-11-22; ncu had put an instruction-cache stall, the
+ * staging barrier and the staging loads' latency first among the stalls). Copying the next band by cp.async
+ * instead of loading this one between two barriers, and storing unpooled pairs as float2, took the zoo's first
+ * layers alone from 0.49-2.36 ms to 0.29-1.59 ms (the 2017 layer 1.32 -> 0.57) and fused on uint8 pixels from
+ * 0.46-1.93 to 0.29-1.59 (2017 0.70 -> 0.64; H100, 2026-11-23, docs/PERFORMANCE.md).
  */
 #include "cuda/conv_act.cuh"
 #include "cuda/conv_ladder.h"
@@ -39,7 +43,6 @@
  * held kernels of 4 or 6 channels a thread to 80 registers and spilled up to 32 bytes; one block lets them take
  * 93 to 114 and spill nothing, and two keep those of 10 channels at 128 registers, without spills either. */
 #define DIRECT_MIN_BLOCKS(PT, MB) ((PT) == 2 && (MB) == 10 ? 2 : 1)
-#define DIRECT_STAGE 8 /* input elements a thread loads before it stores them, when staging a band */
 
 enum { EPI_NONE = -1 };
 
@@ -52,13 +55,97 @@ struct direct_params {
     int act, pool;    /* nc_layer_kind or EPI_NONE */
     int bands, work;  /* bands per image; work items (image, band) = B * bands */
     int w_all;        /* every group's weights staged once per block (else one group at a time) */
+    int RB, WS;       /* a staged band: rows, and the row stride (band_pr PT + K - 1, pc PT + K - 1) */
+    int RW;       /* uint8 input: 4-byte words of a channel's raw copy (its band's bytes from the word of the first) */
+    int u8_async; /* uint8 input 4-byte aligned: copied by cp.async (else read at conversion) */
+    int pairs;    /* unpooled, Wo even and y 8-byte aligned: two adjacent outputs are one float2 store */
 };
 
+/* One 4-byte cp.async: the first `bytes` (0..4) of src, zeros after (nothing is read where 0). */
+__device__ __forceinline__ void direct_cp4(void *dst, const void *src, int bytes) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
+                 "l"(__cvta_generic_to_global(src)), "r"(bytes)
+                 : "memory");
+}
+
+/* A walk over a band's (C, RB, WS) elements i = tid, tid + nt, ... without a division a step: where the thread
+ * starts and, for nt elements, how many channels, rows and columns it moves. */
+struct direct_walk {
+    int c0, r0, s0, dc, dr, ds;
+};
+
+__device__ __forceinline__ direct_walk direct_walk_for(const direct_params &d, int tid, int nt) {
+    const int plane = d.RB * d.WS;
+    return {tid / plane, tid / d.WS % d.RB, tid % d.WS, nt / plane, nt / d.WS % d.RB, nt % d.WS};
+}
+
+__device__ __forceinline__ void direct_step(const direct_params &d, const direct_walk &wk, int &c, int &r, int &s) {
+    s += wk.ds;
+    if (s >= d.WS) s -= d.WS, r++;
+    r += wk.dr;
+    if (r >= d.RB) r -= d.RB, c++;
+    c += wk.dc;
+}
+
+/* Issues (does not wait for) the copies of work item `item`'s band, as one cp.async group: float input straight
+ * into xs (C, RB, WS), zeros past the image; uint8 pixels (4-byte aligned) into raw (C, RW words), each channel's
+ * band rows from the word that holds their first byte, zeros past them. Unaligned pixels are read when converted. */
+template <int PT>
+__device__ __forceinline__ void direct_fetch(float *xs, uint32_t *raw, const float *__restrict__ x,
+                                             const uint8_t *__restrict__ xu, const direct_params &d,
+                                             const direct_walk &wk, int item, int tid, int nt) {
+    const size_t b = (size_t)(item / d.bands);
+    const int h0 = item % d.bands * d.band_pr * PT, rows = min(d.RB, d.H - h0);
+    if (xu) {
+        if (d.u8_async)
+            for (int i = tid; i < d.C * d.RW; i += nt) {
+                const int c = i / d.RW, w = i - c * d.RW;
+                const size_t start = ((b * d.C + c) * d.H + h0) * d.W, stop = start + (size_t)rows * d.W;
+                const size_t at = (start & ~(size_t)3) + 4 * (size_t)w;
+                const int bytes = at >= stop ? 0 : stop - at < 4 ? (int)(stop - at) : 4;
+                direct_cp4(raw + i, bytes ? xu + at : xu, bytes);
+            }
+    } else {
+        int c = wk.c0, r = wk.r0, s = wk.s0;
+        for (int i = tid; i < d.C * d.RB * d.WS; i += nt) {
+            const bool in = r < rows && s < d.W;
+            direct_cp4(xs + i, in ? x + ((b * d.C + c) * d.H + h0 + r) * d.W + s : x, in ? 4 : 0);
+            direct_step(d, wk, c, r, s);
+        }
+    }
+    asm volatile("cp.async.commit_group;" ::: "memory");
+}
+
+/* uint8 input: item `item`'s band into xs (C, RB, WS) as floats through the lut sl, zeros past the image; the pixels
+ * from raw (direct_fetch's copy) or, unaligned, from global memory. */
+template <int PT>
+__device__ __forceinline__ void direct_convert(float *xs, const uint32_t *raw, const uint8_t *__restrict__ xu,
+                                               const float *sl, const direct_params &d, const direct_walk &wk, int item,
+                                               int tid, int nt) {
+    const size_t b = (size_t)(item / d.bands);
+    const int h0 = item % d.bands * d.band_pr * PT, rows = min(d.RB, d.H - h0);
+    int c = wk.c0, r = wk.r0, s = wk.s0;
+    for (int i = tid; i < d.C * d.RB * d.WS; i += nt) {
+        float v = 0.0f;
+        if (r < rows && s < d.W) {
+            const size_t start = ((b * d.C + c) * d.H + h0) * d.W;
+            const int at = r * d.W + s;
+            v = sl[d.u8_async ? reinterpret_cast<const uint8_t *>(raw + c * d.RW)[(start & 3) + at] : xu[start + at]];
+        }
+        xs[i] = v;
+        direct_step(d, wk, c, r, s);
+    }
+}
+
 /* A persistent grid (as many blocks as fit on the GPU at once): each block takes work items (image, band) in
- * turn; blockDim.x threads walk the band's patches. Dynamic shared memory:
+ * turn; blockDim.x threads walk the band's patches. The next item's band is copied by cp.async while this one's is
+ * computed, so that the copy's memory latency is behind the arithmetic (it was a barrier stall of 15% and a load
+ * stall of 6% on the 2017 layer: ncu, 2026-11-22). Dynamic shared memory:
  *   ws (G, C, MB, KK4)  the weights, each (m, c) row of K*K padded with zeros to KK4 (a multiple of 4), for all
  *                       G = ceil(M / MB) groups staged once (w_all), or for one group at a time
- *   xs (C, RB, WS)      the band's input rows, RB = band_pr*PT + K-1, WS = pc*PT + K-1, zero past the image
+ *   xs (2, C, RB, WS)   two bands, zero past the image: one computed, the other being copied (float input) or
+ *                       converted from raw after the arithmetic (uint8)
+ *   raw (2, C, RW)      uint8 input: the pixels of the next two items as copied (4-byte words)
  *   lut (256)           uint8 input only (xu not NULL; a run-time choice, as it costs only the staging) */
 template <int K, int PT, int MB>
 __global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PT, MB))
@@ -67,13 +154,14 @@ __global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PT, MB))
                        const direct_params d) {
     constexpr int KK = K * K, KK4 = (KK + 3) / 4 * 4, WN = PT + K - 1;
     extern __shared__ __align__(16) float smem[];
-    const int C = d.C, H = d.H, W = d.W;
-    const int RB = d.band_pr * PT + K - 1, WS = d.pc * PT + K - 1;
+    const int C = d.C, RB = d.RB, WS = d.WS, band = C * RB * WS;
     const int G = (d.M + MB - 1) / MB;
-    float *ws = smem;                                  // (G or 1, C, MB, KK4)
-    float *xs = ws + (d.w_all ? G : 1) * C * MB * KK4; // (C, RB, WS)
-    float *sl = xs + C * RB * WS;                      // (256), uint8 input only
+    float *ws = smem;                                                     // (G or 1, C, MB, KK4)
+    float *xs = ws + (d.w_all ? G : 1) * C * MB * KK4;                    // (2, C, RB, WS)
+    uint32_t *raw = reinterpret_cast<uint32_t *>(xs + 2 * band);          // (2, C, RW), uint8 input only
+    float *sl = reinterpret_cast<float *>(raw + (xu ? 2 * C * d.RW : 0)); // (256), uint8 input only
     const int tid = (int)threadIdx.x, nt = (int)blockDim.x;
+    const direct_walk wk = direct_walk_for(d, tid, nt);
 
     if (xu)
         for (int i = tid; i < 256; i += nt) sl[i] = lut.v[i];
@@ -84,38 +172,41 @@ __global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PT, MB))
             ws[i] = (m < d.M && j < KK) ? k[((size_t)m * C + c) * KK + j] : 0.0f;
         }
     }
-    for (int item = (int)blockIdx.x; item < d.work; item += (int)gridDim.x) {
-        const size_t b = (size_t)(item / d.bands);
-        const int pr0 = item % d.bands * d.band_pr, r0 = pr0 * PT;
-        __syncthreads(); /* the last item is done with xs (and the lut and weights are written) */
-        /* DIRECT_STAGE loads a thread in flight at once, then their stores: one memory latency per batch instead
-         * of one per element (the staging's wait on each load was the largest stall after the barrier: ncu, 2018
-         * fall conv2, 2026-11-22). */
-        for (int i0 = tid; i0 < C * RB * WS; i0 += DIRECT_STAGE * nt) {
-            float v[DIRECT_STAGE];
-#pragma unroll
-            for (int u = 0; u < DIRECT_STAGE; u++) {
-                const int i = i0 + u * nt;
-                const int c = i / (RB * WS), r = i / WS % RB, s = i % WS, h = r0 + r;
-                v[u] = 0.0f;
-                if (i < C * RB * WS && h < H && s < W) {
-                    const size_t at = ((b * C + c) * H + h) * W + s;
-                    v[u] = xu ? sl[xu[at]] : x[at];
-                }
-            }
-#pragma unroll
-            for (int u = 0; u < DIRECT_STAGE; u++)
-                if (i0 + u * nt < C * RB * WS) xs[i0 + u * nt] = v[u];
+    /* uint8 input runs one item further ahead: the next item's pixels are converted after this one's arithmetic,
+     * so that an item costs one barrier whatever the input. */
+    const int first = (int)blockIdx.x, second = first + (int)gridDim.x;
+    if (first < d.work) direct_fetch<PT>(xs, raw, x, xu, d, wk, first, tid, nt);
+    if (xu && first < d.work) {
+        if (second < d.work) {
+            direct_fetch<PT>(xs, raw + C * d.RW, x, xu, d, wk, second, tid, nt);
+            asm volatile("cp.async.wait_group 1;" ::: "memory"); /* the first item's pixels have landed */
+        } else {
+            asm volatile("cp.async.wait_group 0;" ::: "memory");
         }
+        __syncthreads();
+        direct_convert<PT>(xs, raw, xu, sl, d, wk, first, tid, nt);
+    }
+    for (int item = first, buf = 0; item < d.work; item += (int)gridDim.x, buf ^= 1) {
+        const size_t b = (size_t)(item / d.bands);
+        const int pr0 = item % d.bands * d.band_pr;
+        /* Float input: this thread's copies of this item have landed; uint8: those of the next item's pixels. */
+        asm volatile("cp.async.wait_group 0;" ::: "memory");
+        /* Everyone's have, this item's band is converted, and the last item is done with the other band and raw
+         * copy (and the lut and weights are written). */
+        __syncthreads();
+        const int next = item + (int)gridDim.x;
+        if (!xu && next < d.work) direct_fetch<PT>(xs + (buf ^ 1) * band, raw, x, xu, d, wk, next, tid, nt);
+        if (xu && next + (int)gridDim.x < d.work)
+            direct_fetch<PT>(xs, raw + buf * C * d.RW, x, xu, d, wk, next + (int)gridDim.x, tid, nt);
+        const float *xb = xs + buf * band;
         const int band_pr = min(d.band_pr, d.pr_total - pr0);
         const int patches = band_pr * d.pc;
         for (int m0 = 0; m0 < d.M; m0 += MB) {
             const float *wg = ws; /* this group's (C, MB, KK4) */
             if (d.w_all) {
                 wg = ws + (m0 / MB) * C * MB * KK4;
-                if (m0 == 0) __syncthreads(); /* xs is written */
             } else {
-                __syncthreads(); /* the previous group is done with ws (and xs is written) */
+                __syncthreads(); /* the previous group is done with ws */
                 for (int i = tid; i < C * MB * KK4; i += nt) {
                     const int c = i / (MB * KK4), mi = i / KK4 % MB, j = i % KK4;
                     ws[i] = (m0 + mi < d.M && j < KK) ? k[((size_t)(m0 + mi) * C + c) * KK + j] : 0.0f;
@@ -132,7 +223,7 @@ __global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PT, MB))
 #pragma unroll
                         for (int j = 0; j < PT; j++) acc[mi][i][j] = 0.0f;
                 for (int c = 0; c < C; c++) {
-                    const float *xw = xs + (c * RB + pr * PT) * WS + pc * PT; // the window's top left
+                    const float *xw = xb + (c * RB + pr * PT) * WS + pc * PT; // the window's top left
                     float win[WN][WN];
 #pragma unroll
                     for (int r = 0; r < WN; r++)
@@ -202,18 +293,31 @@ __global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PT, MB))
                     } else {
                         const int oh = (pr0 + pr) * PT, ow = pc * PT;
                         float *yo = y + (b * d.M + m0) * YY + oh * d.Wo + ow;
+                        if (PT == 2 && d.pairs) { /* 8 aligned bytes: a warp's stores fill whole 32-byte sectors */
 #pragma unroll
-                        for (int i = 0; i < PT; i++)
-#pragma unroll
-                            for (int j = 0; j < PT; j++)
-                                if (oh + i < d.Ho && ow + j < d.Wo)
+                            for (int i = 0; i < PT; i++)
+                                if (oh + i < d.Ho)
 #pragma unroll
                                     for (int mi = 0; mi < MB; mi++)
-                                        if (mi < nm) yo[mi * YY + i * d.Wo + j] = v[mi][i][j];
+                                        if (mi < nm)
+                                            *reinterpret_cast<float2 *>(yo + mi * YY + i * d.Wo) =
+                                                make_float2(v[mi][i][0], v[mi][i][PT - 1]);
+                        } else {
+#pragma unroll
+                            for (int i = 0; i < PT; i++)
+#pragma unroll
+                                for (int j = 0; j < PT; j++)
+                                    if (oh + i < d.Ho && ow + j < d.Wo)
+#pragma unroll
+                                        for (int mi = 0; mi < MB; mi++)
+                                            if (mi < nm) yo[mi * YY + i * d.Wo + j] = v[mi][i][j];
+                        }
                     }
                 }
             }
         }
+        if (xu && next < d.work) /* the next item's pixels, into the band this one's arithmetic is not reading */
+            direct_convert<PT>(xs + (buf ^ 1) * band, raw + (buf ^ 1) * C * d.RW, xu, sl, d, wk, next, tid, nt);
     }
 }
 
@@ -253,6 +357,18 @@ static direct_kernel_fn direct_kernel_for(int K, int PT, int MB) {
     }
 }
 
+/* The words of a channel's raw copy of RB rows of W pixels: from the word that holds the first byte. */
+static int direct_raw_words(long RB, int W) {
+    return (int)((RB * W + 6) / 4);
+}
+
+/* A block's shared memory for its bands of RB rows (the weights and the lut apart): two float bands, and for uint8
+ * pixels two raw copies. */
+static size_t direct_band_bytes(int C, int W, int WS, long RB, int u8) {
+    const size_t band = (size_t)C * RB * WS * sizeof(float);
+    return 2 * band + (u8 ? 2 * (size_t)C * direct_raw_words(RB, W) * 4 : 0);
+}
+
 int nc_conv_direct_fuses(const nc_conv_epilogue *e, int K) {
     if (K < 3 || K > 7) return 0;
     if (e->act != EPI_NONE && e->act != NC_TANH && e->act != NC_RELU && e->act != NC_SIGMOID) return 0;
@@ -285,46 +401,52 @@ int nc_conv_launch_fused(float *y, const float *x, const uint8_t *x_u8, const nc
     }
     const int MB = direct_mb(M, PT), KK4 = (K * K + 3) / 4 * 4;
     const int WS = d.pc * PT + K - 1, G = (M + MB - 1) / MB;
-    const size_t per_row = (size_t)C * WS * sizeof(float);
     /* Every group's weights once per block where they take at most DIRECT_W_ALL_MAX and leave room for a band
      * (all the zoo's first layers; the second layers run on conv_directc.cu's kernel); else one group
      * at a time, restaged for every band. */
     const size_t w_all = (size_t)G * C * MB * KK4 * sizeof(float), lut_b = x_u8 ? 256 * sizeof(float) : 0;
-    d.w_all = w_all <= DIRECT_W_ALL_MAX && w_all + lut_b + per_row * (PT + K - 1) <= DIRECT_SMEM_MAX;
+    d.w_all = w_all <= DIRECT_W_ALL_MAX &&
+              w_all + lut_b + direct_band_bytes(C, W, WS, PT + K - 1, x_u8 != NULL) <= DIRECT_SMEM_MAX;
     const size_t fixed = (d.w_all ? w_all : (size_t)C * MB * KK4 * sizeof(float)) + lut_b;
     /* As many patch rows per block as fit, then no more than the output has. */
-    long band = fixed + per_row * (PT + K - 1) <= DIRECT_SMEM_MAX
-                    ? (long)((DIRECT_SMEM_MAX - fixed) / per_row - (K - 1)) / PT
-                    : 0;
+    long band = 0, most = d.pr_total; /* the largest that fits, by bisection */
+    while (band < most) {
+        const long mid = (band + most + 1) / 2;
+        if (fixed + direct_band_bytes(C, W, WS, mid * PT + K - 1, x_u8 != NULL) <= DIRECT_SMEM_MAX)
+            band = mid;
+        else
+            most = mid - 1;
+    }
     if (band < 1)
         return nc_fail(err, NC_ERR_ARG,
                        "conv versions 5 and 6 (direct): one band of C = %d rows of %d pixels does not fit in %d KB "
                        "of shared memory (version 4 takes it)",
                        C, W, DIRECT_SMEM_MAX / 1024);
-    if (band > d.pr_total) band = d.pr_total;
     d.band_pr = (int)band;
     d.bands = (d.pr_total + d.band_pr - 1) / d.band_pr;
+    d.RB = d.band_pr * PT + K - 1, d.WS = WS, d.RW = direct_raw_words(d.RB, W);
+    d.u8_async = x_u8 && (uintptr_t)x_u8 % 4 == 0;
+    d.pairs = e->pool == EPI_NONE && d.Wo % 2 == 0 && (uintptr_t)y % 8 == 0;
     if ((long long)B * d.bands > 0x7FFFFFFF)
         return nc_fail(err, NC_ERR_ARG, "conv versions 5 and 6 (direct): %d images of %d bands is too many at once", B,
                        d.bands);
     d.work = B * d.bands;
     const int patches = d.band_pr * d.pc;
-    int threads = (patches + 31) / 32 * 32;
-    if (threads > DIRECT_MAX_THREADS) threads = DIRECT_MAX_THREADS;
-    const size_t smem = fixed + per_row * (size_t)(d.band_pr * PT + K - 1);
+    const size_t smem = fixed + direct_band_bytes(C, W, WS, d.RB, x_u8 != NULL);
     const direct_kernel_fn fn = direct_kernel_for(K, PT, MB);
     if (smem > 48 * 1024)
         CUDA_RET(cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    int threads = (patches + 31) / 32 * 32;
+    if (threads > DIRECT_MAX_THREADS) threads = DIRECT_MAX_THREADS;
     /* As many blocks as are resident at once, each taking work items in turn: the weights are staged once a
-     * block, and one block's staging overlaps the others' arithmetic. */
+     * block. */
     int device = 0, sms = 0, per_sm = 0;
     CUDA_RET(cudaGetDevice(&device));
     CUDA_RET(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     CUDA_RET(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, threads, smem));
-    const long blocks = (long)sms * (per_sm > 0 ? per_sm : 1);
+    const long resident = (long)sms * (per_sm > 0 ? per_sm : 1), blocks = resident < d.work ? resident : d.work;
     static const nc_conv_lut no_lut = {{0}};
-    fn<<<(unsigned)(blocks < d.work ? blocks : d.work), threads, smem, stream>>>(y, x, x_u8, lut ? *lut : no_lut, k,
-                                                                                 bias, d);
+    fn<<<(unsigned)blocks, threads, smem, stream>>>(y, x, x_u8, lut ? *lut : no_lut, k, bias, d);
     CUDA_LAUNCHED();
     return NC_OK;
 }

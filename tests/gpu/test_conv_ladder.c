@@ -2,11 +2,12 @@
  * Every convolution kernel version of the ladder (conv_kernels.cu's table, conv_ladder.h) against the CPU
  * reference nc_ref_conv, on random shapes (C = 1 and C > 1, K = 3..7, with and without bias, maps smaller and
  * larger than a tile or a band), and version 6's fused epilogue (bias, tanh / relu / sigmoid / none, max or
- * average pooling 2/2 and 4/4 or none, float or uint8 input) against nc_ref_conv, the activation and the pooling
- * of src/cpu/ref.c; versions 5 and 6 run conv_directc.cu's kernel on C > 1 float input where it takes the layer
- * (checked for the zoo's), else conv_direct.cu's, and both are covered. Outputs are poisoned with NaN before each
- * run, so an element never written fails. Skips (77)
- * where the build has no CUDA or the machine no GPU.
+ * average pooling 2/2 and 4/4 or none, float or uint8 input, the pixels 4-byte aligned or not) against nc_ref_conv,
+ * the activation and the pooling of src/cpu/ref.c; versions 5 and 6 run conv_directc.cu's kernel on C > 1 float
+ * input where it takes the layer (checked for the zoo's), else conv_direct.cu's, and both are covered, each with
+ * more work items than blocks (the copies ahead run from one item into the next) and in several bands. Outputs are
+ * poisoned with NaN before each run, so an element never written fails. Skips (77) where the build has no CUDA or the
+ * machine no GPU.
  *
  * Tolerance |gpu - ref| <= 1e-4 + 1e-4 |ref| (inputs in [-1, 1] or pixels, weights +-1/sqrt(C*K*K)): versions
  * 1 to 6 sum in the reference's order (c, p, q) but with fused multiply-adds, 11 and 12 in slices of channels
@@ -86,7 +87,9 @@ static void test_case(int B, int C, int H, int W, int M, int K, int with_bias) {
 }
 
 /* Version 6's fused path on one shape: act is NC_TANH, NC_RELU, NC_SIGMOID or -1; pool NC_MAXPOOL, NC_AVGPOOL
- * or -1 with P = S; u8: the input as uint8 pixels through a scaling table (raw or /255). */
+ * or -1 with P = S; u8: the input as uint8 pixels through a scaling table (raw or /255), 4-byte aligned (1) or 1 to 3
+ * bytes past an aligned address (2: conv_direct.cu reads them as it converts them, instead of copying them ahead by
+ * cp.async). */
 static void test_fused_case(int B, int C, int H, int W, int M, int K, int with_bias, int act, int pool, int P, int u8) {
     const int Ho = H - K + 1, Wo = W - K + 1;
     const int Hp = pool < 0 ? Ho : (Ho - P) / P + 1, Wp = pool < 0 ? Wo : (Wo - P) / P + 1;
@@ -118,14 +121,19 @@ static void test_fused_case(int B, int C, int H, int W, int M, int K, int with_b
     if (pool < 0) memcpy(ref, conv, ny * sizeof(float));
     float *dx = dev_from(x, nx * sizeof(float)), *dk = dev_from(k, nk * sizeof(float));
     float *db = dev_from(bias, M * sizeof(float)), *dy;
-    uint8_t *dxu = dev_from(xu, nx);
+    const int xu_at = u8 == 2 ? rand_int(1, 3) : 0;
+    uint8_t *dxu_alloc, *dxu;
+    CU(cudaMalloc((void **)&dxu_alloc, nx + 3));
+    dxu = dxu_alloc + xu_at;
+    CU(cudaMemcpy(dxu, xu, nx, cudaMemcpyHostToDevice));
     CU(cudaMalloc((void **)&dy, ny * sizeof(float)));
     CU(cudaMemset(dy, 0xFF, ny * sizeof(float)));
     const nc_conv_epilogue e = {act, pool, P, P};
     nc_error err = {0};
     char what[160];
-    snprintf(what, sizeof what, "fused B%d C%d H%d W%d M%d K%d%s act %d pool %d/%d %s", B, C, H, W, M, K,
-             with_bias ? " bias" : "", act, pool, P, u8 ? (unit ? "u8 unit" : "u8 raw") : "float");
+    snprintf(what, sizeof what, "fused B%d C%d H%d W%d M%d K%d%s act %d pool %d/%d %s%s", B, C, H, W, M, K,
+             with_bias ? " bias" : "", act, pool, P, u8 ? (unit ? "u8 unit" : "u8 raw") : "float",
+             xu_at ? " (pixels not 4-byte aligned)" : "");
     CHECK(nc_conv_direct_fuses(&e, K));
     check_rc(nc_conv_launch_fused(dy, dx, u8 ? dxu : NULL, u8 ? &lut : NULL, dk, with_bias ? db : NULL, B, C, H, W, M,
                                   K, &e, stream, &err),
@@ -137,7 +145,7 @@ static void test_fused_case(int B, int C, int H, int W, int M, int K, int with_b
     CU(cudaFree(dx));
     CU(cudaFree(dk));
     CU(cudaFree(db));
-    CU(cudaFree(dxu));
+    CU(cudaFree(dxu_alloc));
     CU(cudaFree(dy));
     free(x);
     free(xu);
@@ -184,7 +192,7 @@ static void test_fused(void) {
     const int pools[3][2] = {{-1, 1}, {NC_MAXPOOL, 2}, {NC_AVGPOOL, 2}};
     for (int a = 0; a < 4; a++) {
         for (int p = 0; p < 3; p++) {
-            for (int u8 = 0; u8 < 2; u8++) {
+            for (int u8 = 0; u8 < 3; u8++) {
                 for (int several = 0; several < 2; several++) { /* C > 1 on float input: conv_directc.cu */
                     const int K = rand_int(3, 7), C = several ? rand_int(2, 6) : 1;
                     test_fused_case(rand_int(1, 4), C, rand_int(K + 1, K + 40), rand_int(K + 1, K + 40),
@@ -202,7 +210,17 @@ static void test_fused(void) {
     test_fused_case(2, 4, 40, 40, 16, 7, 0, NC_RELU, NC_MAXPOOL, 4, 0);     /* 2020 conv2 */
     test_fused_case(2, 3, 160, 150, 7, 5, 1, NC_SIGMOID, NC_AVGPOOL, 2, 1); /* several bands */
     test_fused_case(3, 3, 160, 150, 7, 5, 1, NC_SIGMOID, NC_AVGPOOL, 2, 0); /* several bands of conv_directc.cu */
-    /* More items than blocks, so that a block's ring of channel planes runs from one item into the next. */
+    /* One channel in several bands (two float bands, or a float band and two raw copies, in a block's shared
+     * memory), pixels aligned or not. */
+    test_fused_case(2, 1, 420, 300, 6, 5, 1, -1, -1, 1, 0);
+    test_fused_case(2, 1, 420, 301, 6, 5, 1, NC_TANH, NC_MAXPOOL, 2, 1);
+    test_fused_case(2, 1, 421, 300, 6, 5, 1, NC_RELU, -1, 1, 2);
+    /* More items than blocks, so that the copy of a block's next item (conv_direct.cu), or its ring of channel
+     * planes (conv_directc.cu), runs from one item into the next. */
+    test_fused_case(3000, 1, 28, 28, 50, 5, 1, NC_TANH, NC_MAXPOOL, 2, 1);
+    test_fused_case(2000, 1, 29, 27, 12, 5, 1, NC_TANH, NC_MAXPOOL, 2, 2);
+    test_fused_case(2000, 1, 32, 32, 12, 5, 1, -1, -1, 1, 0);
+    test_fused_case(2000, 1, 31, 32, 6, 4, 1, NC_SIGMOID, -1, 1, 0);
     test_fused_case(5000, 3, 12, 12, 5, 3, 1, NC_RELU, NC_MAXPOOL, 2, 0);
     test_fused_case(300, 12, 33, 33, 24, 7, 1, NC_TANH, NC_MAXPOOL, 2, 0);
 
@@ -237,9 +255,13 @@ int main(void) {
     printf("%d convolution versions\n", nc_cuda_conv_num_versions());
     /* NC_GPU_TEST_QUICK=1 (tools/gpu_suite.sh, under compute-sanitizer's memcheck, racecheck and synccheck):
      * conv_directc.cu's cp.async rings and team barriers, with more items than teams, on the zoo's second layers'
-     * shapes and a small one. */
+     * shapes and a small one; conv_direct.cu's copies of a block's next item, pixels aligned or not, and floats. */
     const char *quick_env = getenv("NC_GPU_TEST_QUICK");
     if (quick_env && *quick_env == '1') {
+        test_fused_case(1500, 1, 28, 28, 50, 5, 1, NC_TANH, NC_MAXPOOL, 2, 1);
+        test_fused_case(1500, 1, 29, 27, 12, 5, 1, NC_TANH, NC_MAXPOOL, 2, 2);
+        test_fused_case(1500, 1, 32, 32, 12, 5, 1, -1, -1, 1, 0);
+        test_fused_case(2, 1, 421, 300, 6, 5, 1, NC_RELU, -1, 1, 1);
         test_fused_case(4000, 3, 12, 12, 5, 3, 1, NC_RELU, NC_MAXPOOL, 2, 0);
         test_fused_case(300, 12, 33, 33, 24, 7, 1, NC_TANH, NC_MAXPOOL, 2, 0);
         test_fused_case(200, 4, 40, 40, 16, 7, 1, NC_RELU, NC_MAXPOOL, 4, 0);
