@@ -6,6 +6,9 @@
 #include <string.h>
 
 #include "cli.h"
+#ifdef NC_HAVE_CUDA
+#include "cuda/cuda_layers.h"
+#endif
 
 static const struct {
     const char *name;
@@ -58,7 +61,11 @@ static void usage(FILE *f) {
 }
 
 static void version(void) {
-    printf("nanoconv %s\nbackends:", NC_VERSION);
+    printf("nanoconv %s\n", NC_VERSION);
+#ifdef NC_HAVE_CUDA
+    printf("cuda kernels: %s\n", nc_cuda_kernels_id()); /* what the autotune cache keys on */
+#endif
+    printf("backends:"); /* the last line: tests read the backends after it */
     for (const char *const *b = nc_backend_names(); *b; b++) printf(" %s", *b);
     printf("\n");
 }

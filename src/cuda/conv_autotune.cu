@@ -94,8 +94,9 @@ static void cache_key(char *key, size_t size, const cudaDeviceProp *prop, const 
     if (t->epi.act >= 0) snprintf(act, sizeof act, " +%s", nc_layer_kind_name((nc_layer_kind)t->epi.act));
     if (t->epi.pool >= 0)
         snprintf(pool, sizeof pool, " +%s%d/%d", nc_layer_kind_name((nc_layer_kind)t->epi.pool), t->epi.P, t->epi.S);
-    snprintf(key, size, "%s sm_%d%d nanoconv %s | %dx%dx%d m%d k%d%s%s%s", prop->name, prop->major, prop->minor,
-             NC_VERSION, l->in.c, l->in.h, l->in.w, l->m, l->k, act, pool, t->u8 ? " u8" : "");
+    snprintf(key, size, "%s sm_%d%d nanoconv %s kernels %s | %dx%dx%d m%d k%d%s%s%s", prop->name, prop->major,
+             prop->minor, NC_VERSION, nc_cuda_kernels_id(), l->in.c, l->in.h, l->in.w, l->m, l->k, act, pool,
+             t->u8 ? " u8" : "");
 }
 
 /* ------------------------------------------------------------------ timing */

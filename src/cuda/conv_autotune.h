@@ -7,9 +7,10 @@
  * The cache is $NANOCONV_CACHE_DIR/conv-kernels.json, else
  * $XDG_CACHE_HOME/nanoconv/conv-kernels.json, else
  * ~/.cache/nanoconv/conv-kernels.json; NANOCONV_CACHE_DIR=off measures every
- * time and writes nothing. A key names the GPU, nanoconv's version and the
+ * time and writes nothing. A key names the GPU, nanoconv's version, the
+ * kernels' id (nc_cuda_kernels_id: a hash of src/cuda's sources) and the
  * layer (input, channels, kernel, what version 6 would fuse, uint8 input), so
- * another GPU or another build of the kernels measures again. A cache that
+ * another GPU or a build of other kernel sources measures again. A cache that
  * cannot be read or parsed is measured over and rewritten (atomically); one
  * that cannot be written only costs the measurement next time. CUDA sources
  * only.

@@ -33,6 +33,7 @@
 #include "cuda/conv_ladder.h"
 #include "cuda/cuda_check.h"
 #include "cuda/cuda_layers.h"
+#include "nc_kernels_id.h" /* generated: cmake/kernels_id.cmake */
 
 /* ------------------------------------------------------------- version 1 */
 
@@ -114,6 +115,10 @@ static const conv_version versions[] = {
 
 extern "C" int nc_cuda_conv_num_versions(void) {
     return N_VERSIONS;
+}
+
+extern "C" const char *nc_cuda_kernels_id(void) {
+    return NC_CUDA_KERNELS_ID;
 }
 
 extern "C" const char *nc_cuda_conv_version_name(int version) {

@@ -26,6 +26,9 @@ extern "C" {
 
 /* Versions are numbered 1..nc_cuda_conv_num_versions(). */
 int nc_cuda_conv_num_versions(void);
+/* The id of the kernels this library was built from: 16 hex digits of a hash of src/cuda's sources
+ * (cmake/kernels_id.cmake). The default's cache keys on it (conv_autotune.h); `nanoconv --version` prints it. */
+const char *nc_cuda_kernels_id(void);
 /* A version's short name ("naive"), or NULL if there is no such version. */
 const char *nc_cuda_conv_version_name(int version);
 /* What Op Time's line says of a version ("fused tanh+maxpool" for one that

@@ -2,7 +2,8 @@
 
 With NANOCONV_CACHE_DIR set to a fresh folder, checks that
   - the first `eval --backend cuda` (no --conv-kernel) writes conv-kernels.json with one entry per conv layer of
-    the model, each naming an exact, reproducible version (1..6 or 11) with the times it measured, and the Op Time notes say
+    the model, keyed by the kernels' id `nanoconv --version` prints (so that a build of other kernel sources
+    measures again), each naming an exact, reproducible version (1..6 or 11) with the times it measured, and the Op Time notes say
     "auto vN" with the cached version;
   - its predictions equal cpu-ref's on 2000 test images (every exact version must);
   - a cache entry edited to another exact version is obeyed (the note says so): the cache is read, not only
@@ -67,7 +68,12 @@ with tempfile.TemporaryDirectory() as tmp:
     c.check(os.path.exists(path), "the first eval wrote the cache")
     entries = json.load(open(path)) if os.path.exists(path) else {}
     c.check(len(entries) == 2, f"one cache entry per conv layer (got {len(entries)}: {list(entries)})")
+    kernels = [ln.split(":", 1)[1].strip() for ln in subprocess.run([exe, "--version"], capture_output=True,
+                                                                         text=True).stdout.splitlines()
+               if ln.startswith("cuda kernels:")]
+    c.check(len(kernels) == 1, f"--version names the kernels' id ({kernels})")
     for key, e in entries.items():
+        c.check(bool(kernels) and f" kernels {kernels[0]} |" in key, f"{key}: keyed by the kernels' id {kernels}")
         c.check(e.get("version") in EXACT, f"{key}: an exact version, got {e.get('version')}")
         times = e.get("ms", {})
         c.check(str(e.get("version")) in times and all(t > 0 for t in times.values()),
