@@ -35,7 +35,8 @@
 #include "cuda/conv_ladder.h"
 #include "cuda/cuda_check.h"
 
-/* Shared memory a block may take (above 48 KB only with the kernel's opt-in, done at launch). */
+/* Shared memory a block's bands are sized for (above 48 KB only with the kernel's opt-in, done at launch); a layer
+ * whose band of one patch row does not fit in it takes up to the device's opt-in limit (227 KB on an H100). */
 #define DIRECT_SMEM_MAX (96 * 1024)
 #define DIRECT_MAX_THREADS 256
 #define DIRECT_W_ALL_MAX (64 * 1024)
@@ -408,20 +409,26 @@ int nc_conv_launch_fused(float *y, const float *x, const uint8_t *x_u8, const nc
     d.w_all = w_all <= DIRECT_W_ALL_MAX &&
               w_all + lut_b + direct_band_bytes(C, W, WS, PT + K - 1, x_u8 != NULL) <= DIRECT_SMEM_MAX;
     const size_t fixed = (d.w_all ? w_all : (size_t)C * MB * KK4 * sizeof(float)) + lut_b;
+    int device = 0, sms = 0, optin = 0;
+    CUDA_RET(cudaGetDevice(&device));
+    CUDA_RET(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    CUDA_RET(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    size_t cap = DIRECT_SMEM_MAX;
+    if (fixed + direct_band_bytes(C, W, WS, PT + K - 1, x_u8 != NULL) > cap && (size_t)optin > cap) cap = optin;
     /* As many patch rows per block as fit, then no more than the output has. */
     long band = 0, most = d.pr_total; /* the largest that fits, by bisection */
     while (band < most) {
         const long mid = (band + most + 1) / 2;
-        if (fixed + direct_band_bytes(C, W, WS, mid * PT + K - 1, x_u8 != NULL) <= DIRECT_SMEM_MAX)
+        if (fixed + direct_band_bytes(C, W, WS, mid * PT + K - 1, x_u8 != NULL) <= cap)
             band = mid;
         else
             most = mid - 1;
     }
     if (band < 1)
         return nc_fail(err, NC_ERR_ARG,
-                       "conv versions 5 and 6 (direct): one band of C = %d rows of %d pixels does not fit in %d KB "
-                       "of shared memory (version 4 takes it)",
-                       C, W, DIRECT_SMEM_MAX / 1024);
+                       "conv versions 5 and 6 (direct): two bands of C = %d rows of %d pixels do not fit in %d KB "
+                       "of shared memory with the weights (version 4 takes it)",
+                       C, W, (int)(cap / 1024));
     d.band_pr = (int)band;
     d.bands = (d.pr_total + d.band_pr - 1) / d.band_pr;
     d.RB = d.band_pr * PT + K - 1, d.WS = WS, d.RW = direct_raw_words(d.RB, W);
@@ -440,9 +447,7 @@ int nc_conv_launch_fused(float *y, const float *x, const uint8_t *x_u8, const nc
     if (threads > DIRECT_MAX_THREADS) threads = DIRECT_MAX_THREADS;
     /* As many blocks as are resident at once, each taking work items in turn: the weights are staged once a
      * block. */
-    int device = 0, sms = 0, per_sm = 0;
-    CUDA_RET(cudaGetDevice(&device));
-    CUDA_RET(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    int per_sm = 0;
     CUDA_RET(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, threads, smem));
     const long resident = (long)sms * (per_sm > 0 ? per_sm : 1), blocks = resident < d.work ? resident : d.work;
     static const nc_conv_lut no_lut = {{0}};

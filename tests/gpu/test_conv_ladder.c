@@ -60,6 +60,10 @@ static void test_case(int B, int C, int H, int W, int M, int K, int with_bias) {
         if (rc == NC_ERR_ARG) { /* a shape outside the version's range: said, not computed wrongly */
             printf("%s: not taken: %s\n", what, err.msg);
             CHECK(strstr(err.msg, "version") != NULL);
+            /* Versions 5 and 6 take every K = 3..7 layer here (the largest, C = 64 of 20 x 20 with M = 64, only
+             * above their usual 96 KB of shared memory: two bands and a group's weights take 133 KB). */
+            if ((v == 5 || v == 6) && K >= 3 && K <= 7) fprintf(stderr, "%s: versions 5 and 6 must take it\n", what);
+            CHECK(!((v == 5 || v == 6) && K >= 3 && K <= 7));
             continue;
         }
         check_rc(rc, &err, what);
