@@ -33,6 +33,7 @@
  */
 #include "cuda/conv_act.cuh"
 #include "cuda/conv_ladder.h"
+#include "cuda/cp_async.cuh"
 #include "cuda/cuda_check.h"
 
 /* Shared memory a block's bands are sized for (above 48 KB only with the kernel's opt-in, done at launch); a layer
@@ -61,13 +62,6 @@ struct direct_params {
     int u8_async; /* uint8 input 4-byte aligned: copied by cp.async (else read at conversion) */
     int pairs;    /* unpooled, Wo even and y 8-byte aligned: two adjacent outputs are one float2 store */
 };
-
-/* One 4-byte cp.async: the first `bytes` (0..4) of src, zeros after (nothing is read where 0). */
-__device__ __forceinline__ void direct_cp4(void *dst, const void *src, int bytes) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
-                 "l"(__cvta_generic_to_global(src)), "r"(bytes)
-                 : "memory");
-}
 
 /* A walk over a band's (C, RB, WS) elements i = tid, tid + nt, ... without a division a step: where the thread
  * starts and, for nt elements, how many channels, rows and columns it moves. */
@@ -104,13 +98,13 @@ __device__ __forceinline__ void direct_fetch(float *xs, uint32_t *raw, const flo
                 const size_t start = ((b * d.C + c) * d.H + h0) * d.W, stop = start + (size_t)rows * d.W;
                 const size_t at = (start & ~(size_t)3) + 4 * (size_t)w;
                 const int bytes = at >= stop ? 0 : stop - at < 4 ? (int)(stop - at) : 4;
-                direct_cp4(raw + i, bytes ? xu + at : xu, bytes);
+                nc_cp_async4(raw + i, bytes ? xu + at : xu, bytes);
             }
     } else {
         int c = wk.c0, r = wk.r0, s = wk.s0;
         for (int i = tid; i < d.C * d.RB * d.WS; i += nt) {
             const bool in = r < rows && s < d.W;
-            direct_cp4(xs + i, in ? x + ((b * d.C + c) * d.H + h0 + r) * d.W + s : x, in ? 4 : 0);
+            nc_cp_async4(xs + i, in ? x + ((b * d.C + c) * d.H + h0 + r) * d.W + s : x, in ? 4 : 0);
             direct_step(d, wk, c, r, s);
         }
     }
@@ -302,7 +296,7 @@ __global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PT, MB))
                                     for (int mi = 0; mi < MB; mi++)
                                         if (mi < nm)
                                             *reinterpret_cast<float2 *>(yo + mi * YY + i * d.Wo) =
-                                                make_float2(v[mi][i][0], v[mi][i][PT - 1]);
+                                                make_float2(v[mi][i][0], v[mi][i][1]);
                         } else {
 #pragma unroll
                             for (int i = 0; i < PT; i++)

@@ -25,6 +25,7 @@
  */
 #include "cuda/conv_act.cuh"
 #include "cuda/conv_ladder.h"
+#include "cuda/cp_async.cuh"
 #include "cuda/cuda_check.h"
 
 #define DC_NBUF 3               /* channel planes in a team's ring: one computed, two in flight */
@@ -56,13 +57,6 @@ struct dc_walk {
     int r0, s0, dr, ds;
 };
 
-/* One 4-byte cp.async: src's word where `in`, else zeros (nothing is read). */
-__device__ __forceinline__ void dc_cp4(float *dst, const float *src, bool in) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
-                 "l"(__cvta_generic_to_global(src)), "r"(in ? 4 : 0)
-                 : "memory");
-}
-
 /* A team's copy of channel c of item `item` into plane dst, this thread's elements tt, tt + team_threads, ...: RB
  * rows from the item's first tile row's first input row, WS words each, zeros past the image. Committed as one cp.async
  * group by the caller. (With a division an element, the copy's were among the most executed instructions of one-warp
@@ -75,7 +69,7 @@ __device__ __forceinline__ void dc_stage(float *dst, const float *__restrict__ x
     int r = wk.r0, s = wk.s0;
     for (int i = tt; i < d.RB * d.WS; i += d.team_threads) {
         const bool in = h0 + r < d.H && s < d.W;
-        dc_cp4(dst + i, in ? src + (size_t)(h0 + r) * d.W + s : src, in);
+        nc_cp_async4(dst + i, in ? src + (size_t)(h0 + r) * d.W + s : src, in ? 4 : 0);
         r += wk.dr, s += wk.ds;
         if (s >= d.WS) s -= d.WS, r++;
     }

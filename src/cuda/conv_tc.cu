@@ -69,6 +69,7 @@
 
 #include "cuda/conv_act.cuh"
 #include "cuda/conv_ladder.h"
+#include "cuda/cp_async.cuh"
 #include "cuda/cuda_check.h"
 
 #define TC_SMEM_MAX (192 * 1024) /* an image's buffers (images_per_block 1, float input) at most: H100 has 227 KB */
@@ -208,13 +209,6 @@ template <int MODE> __device__ __forceinline__ uint32_t tc_pack(float lo, float 
     }
 }
 
-/* One 4-byte cp.async: the first `bytes` (0..4) of src, zeros after. */
-__device__ __forceinline__ void tc_cp4(uint32_t *dst, const void *src, int bytes) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
-                 "l"(__cvta_generic_to_global(src)), "r"(bytes)
-                 : "memory");
-}
-
 /* The block's image j (images j0 + i of its sequence go to images blockIdx + (j0 + i) gridDim). */
 __device__ __forceinline__ size_t tc_image(int j) {
     return (size_t)blockIdx.x + (size_t)j * gridDim.x;
@@ -287,11 +281,11 @@ __device__ __forceinline__ void tc_fetch(uint32_t *raw, const float *__restrict_
             const int nw = (int)(((b + 1) * HW + 3) / 4 - w0);
             for (int w = tid; w < nw; w += nt) {
                 const size_t at = 4 * (w0 + w);
-                tc_cp4(dst + w, xu + at, end - at < 4 ? (int)(end - at) : 4);
+                nc_cp_async4(dst + w, xu + at, end - at < 4 ? (int)(end - at) : 4);
             }
         } else {
             const float *src = x + b * HW;
-            for (int w = tid; w < (int)HW; w += nt) tc_cp4(dst + w, src + w, 4);
+            for (int w = tid; w < (int)HW; w += nt) nc_cp_async4(dst + w, src + w, 4);
         }
     }
     asm volatile("cp.async.commit_group;" ::: "memory");
@@ -685,7 +679,7 @@ __device__ __forceinline__ void tcc_fetch(uint32_t *raw, const float *__restrict
                 "l"(__cvta_generic_to_global(src + 4 * w))
                 : "memory");
     } else {
-        for (int w = tid; w < n; w += nt) tc_cp4(raw + w, src + w, 4);
+        for (int w = tid; w < n; w += nt) nc_cp_async4(raw + w, src + w, 4);
     }
     asm volatile("cp.async.commit_group;" ::: "memory");
 }
