@@ -37,10 +37,13 @@ done
 if command -v compute-sanitizer >/dev/null; then
     NC_GPU_TEST_QUICK=1 run memcheck compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 1 \
         $BIN/test_gpu_layers
-    # RACECHECK=0 leaves out the slowest step (about 140 s on an H100), e.g. where no kernel changed.
+    # RACECHECK=0 leaves out the slowest step (about 180 s on an H100), e.g. where no kernel changed.
     [ "${RACECHECK:-1}" = 0 ] ||
         NC_GPU_TEST_QUICK=1 run racecheck compute-sanitizer --tool racecheck --report-api-errors no --error-exitcode 1 \
             $BIN/test_gpu_layers
+    # The barriers of the layer test's kernels (the dense layer's cp.async pipeline among them).
+    NC_GPU_TEST_QUICK=1 run synccheck compute-sanitizer --tool synccheck --report-api-errors no --error-exitcode 1 \
+        $BIN/test_gpu_layers
     # The cp.async pipelines of the tensor-core kernels, on the dense test (the conv test's large batches would take
     # many minutes under the tool).
     [ -x $BIN/test_dense_tc ] &&

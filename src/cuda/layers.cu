@@ -8,6 +8,7 @@
  */
 #include <math.h>
 
+#include "cuda/cp_async.cuh"
 #include "cuda/cuda_check.h"
 #include "cuda/cuda_layers.h"
 
@@ -98,42 +99,44 @@ extern "C" int nc_cuda_pool_forward(nc_layer_kind kind, float *y, const float *x
  * every kernel, so that kernels with other k slices, or none, agree bit for bit. The launcher may then pick any
  * kernel for any rows: a row's bits depend on neither B, nor the kernel, nor its place in a tile.
  *
- * The tiled kernels (dense_kernel): a block computes a BM x BN tile of y (images x outputs), each thread TM x TN of
- * it from registers, stepping through IN by BK. Both operand tiles are staged k-major in shared memory (rows padded
- * by 4 floats: the transposing stores of 16 consecutive threads then hit distinct banks), in two buffers: the next
- * slice is fetched from global memory into registers while this one is multiplied, and stored into the other
- * buffer after it, so one __syncthreads a slice suffices. A thread's TM rows (TN columns) are groups of 4 spread
- * 4 x (threads across) apart, so that a warp's float4 reads of a k row are contiguous (2 wavefronts for 16 float4s)
- * rather than 32 bytes apart (4 wavefronts).
+ * Two kernels, each with 16-byte global loads (x and w 16-byte aligned and IN % 4 == 0, so that a float4 never
+ * straddles a row or IN) and with 4-byte ones (any alignment, any IN):
+ *   dense_kernel (DENSE_BIG): a block computes a 128 x 128 tile of y (images x outputs), each of its 256 threads
+ *       8 x 8 of it from registers, stepping through IN by BK = 8. Both operand tiles are staged k-major in shared
+ *       memory (rows padded by 4 floats: the transposing stores of 16 consecutive threads then hit distinct banks),
+ *       in two buffers: the next slice is fetched from global memory into registers while this one is multiplied,
+ *       and stored into the other buffer after it, so one __syncthreads a slice suffices. A thread's 8 rows (8
+ *       columns) are groups of 4 spread 4 x (threads across) apart, so that a warp's float4 reads of a k row are
+ *       contiguous. 64 FFMAs for 4 shared float4 reads a k; at <= 128 registers two blocks share an SM. For whole
+ *       waves of large batches, where OUT pads to 128 columns no worse than to 64 (the 2017 layer, OUT 500).
+ *   dense_pipe_kernel: smaller tiles whose slices of BK = 32 are copied by cp.async several slices ahead of the one
+ *       multiplied, so that a block waits for global memory once, not once a slice: with a handful of blocks on
+ *       the device (small batches) the register-staged kernels had waited a slice's global latency every 32 k
+ *       (the 2017 layer at B = 100: 215 us, now 78; B = 1, the warm-up's image: 450 us, now 59; H100, 2026-11-23).
+ *       Three shapes:
+ *         DENSE_PIPE_L 32 x 64, 4 x 4 a thread, 3 stages: where its blocks fill the SMs and OUT pads to 64 no worse
+ *                      than to 32 (the rows the big tiles leave, B of a thousand and more);
+ *         DENSE_PIPE_M 32 x 32, 4 x 2 a thread, 4 stages: where its blocks fill the SMs (OUT 140, 160, 10 at large B:
+ *                      1.5x faster than 128 x 64 register-staged tiles at B 10000, 64 columns padding OUT 140 to 192);
+ *         DENSE_PIPE_S 16 x 16, 2 x 1 a thread, 8 stages: fewer rows (B = 1 to a few hundred), the most blocks.
  *
- *   DENSE_BIG   128 x 128, 8 x 8 a thread, 256 threads, BK 8: 64 FFMAs for 4 shared float4 reads a k; at <= 128
- *               registers two blocks share an SM (16 warps). For the 2017 layer (OUT 500 = 4 x 128 columns).
- *   DENSE_WIDE  128 x 64, 8 x 8 a thread, 128 threads: the same inner loop where 128 columns would pad OUT more
- *               than 64 do (OUT 140, 160: 256 columns against 192).
- *   DENSE_SMALL 32 x 64, 4 x 4 a thread, 128 threads, BK 32: the rows the big tiles leave (see below) and small
- *               batches; BK 32 makes a quarter as many slices, each a global latency when few blocks run.
- *   DENSE_NARROW 64 x 16, 4 x 2 a thread, 128 threads, BK 32: OUT <= 16 (the final layers), 16 columns not 64.
- *   dense_rows_kernel: B <= DENSE_ROWS_MAX, a thread an output over all B rows. A tile's k loop is one dependent
- *               global fetch a slice, on a handful of blocks; here each output is one chain of IN fmaf.
- * Each tiled kernel exists with 16-byte global loads (x and w 16-byte aligned and IN % 4 == 0, so that a float4
- * never straddles a row or IN) and with scalar ones (any alignment, any IN).
- *
- * Waves (H100: 132 SMs; the 2017 layer, B 10000, OUT 500). 79 x 4 = 316 big tiles on 2 x 132 slots is 1.2 waves:
- * the second wave's 52 blocks would run one to an SM, 80 SMs idle, for as long as a full wave. Any 8 x 8 tiling
- * meets this, because registers bound how much of y an SM holds (64 rows of 512 outputs): the quantum is ~8448 rows
- * here, whatever the tile. So the big tiles take whole waves only (8448 rows), and DENSE_SMALL's 392 blocks share
- * out the other 1552 rows over all SMs; a remainder of half a wave or more stays in big tiles instead (a half-full
- * last wave then costs less than the small tiles' lower efficiency). */
-#define DENSE_PAD 4      /* floats padding each staged k row */
-#define DENSE_ROWS_MAX 4 /* largest B of dense_rows_kernel */
-#define DENSE_ROWS_THREADS 32
-#define DENSE_NARROW_OUT 16 /* largest OUT of DENSE_NARROW */
+ * Waves (H100: 132 SMs, two big blocks an SM; the 2017 layer, OUT 500, 4 column tiles). A wave of big tiles is 264
+ * blocks, 8448 rows, and takes as long whatever the batch (1.35 ms); a partial wave still takes all of it where some
+ * SM runs two blocks, and 0.55 of it where each runs one alone (0.74 ms up to 4224 rows). DENSE_PIPE_L takes 1.26
+ * times as long a row as big tiles in full waves (2.0 ms for 10000 rows, 1.07 for 5120; H100, 2026-11-23). So the
+ * big tiles take the whole waves, and the partial wave only where it costs less than the pipelined tiles would: B
+ * 10000 takes one wave and leaves 1552 rows to DENSE_PIPE_L (1.68 ms in all); a piece of 5120 rows goes to
+ * DENSE_PIPE_L alone (1.07 ms against 1.35), one of 7000 to big tiles. */
+#define DENSE_BIG_ALONE 0.55   /* a partial wave of big tiles, one an SM: its time over a full wave's */
+#define DENSE_PIPE_L_COST 1.26 /* DENSE_PIPE_L's time a row over big tiles' in full waves */
+#define DENSE_PAD 4            /* floats padding each staged row */
 
-/* Shapes: BM, BN, BK, TM, TN, least blocks an SM (caps registers: 65536 / (threads * blocks)). */
-#define DENSE_BIG 128, 128, 8, 8, 8, 2
-#define DENSE_WIDE 128, 64, 8, 8, 8, 4
-#define DENSE_SMALL 32, 64, 32, 4, 4, 4
-#define DENSE_NARROW 64, 16, 32, 4, 2, 4
+/* Shapes: pipelined or not, BM, BN, BK, TM, TN, then least blocks an SM (register-staged: caps registers at 65536 /
+ * (threads * blocks)) or stages (pipelined). */
+#define DENSE_BIG false, 128, 128, 8, 8, 8, 2
+#define DENSE_PIPE_L true, 32, 64, 32, 4, 4, 3
+#define DENSE_PIPE_M true, 32, 32, 32, 4, 2, 4
+#define DENSE_PIPE_S true, 16, 16, 32, 2, 1, 8
 
 /* Global loads a thread makes of a ROWS x BK tile per slice, V floats each. */
 #define DENSE_LOADS(ROWS, BK, THREADS, V) (((ROWS) * (BK) / (V) + (THREADS)-1) / (THREADS))
@@ -265,68 +268,136 @@ __global__ void __launch_bounds__(BM / TM * (BN / TN), MINB)
     }
 }
 
-/* B <= DENSE_ROWS_MAX: a thread computes output o of every row, one fmaf chain each; x's reads are the same
- * address across a warp (one transaction), w's row is the thread's own (L1 serves the rest of each line). */
-__global__ void __launch_bounds__(DENSE_ROWS_THREADS)
-    dense_rows_kernel(float *y, const float *x, const float *w, const float *b, int B, int IN, int OUT) {
-    const int o = (int)(blockIdx.x * blockDim.x + threadIdx.x);
-    if (o >= OUT) return;
-    const float *wo = w + (size_t)o * IN; // (IN)
-    float acc[DENSE_ROWS_MAX];
+/* Copies this thread's share of rows [0, ROWS) x k [k0, k0 + BK) of src (rows of IN floats, nrows of them exist)
+ * into s, row-major (s[row * (BK + DENSE_PAD) + k]), by cp.async of V floats; zeros outside, without reading. */
+template <int ROWS, int BK, int THREADS, bool VEC>
+__device__ __forceinline__ void dense_copy(float *s, const float *src, int nrows, int IN, int k0, int tid) {
+    constexpr int V = VEC ? 4 : 1, PER_ROW = BK / V, N = ROWS * PER_ROW;
 #pragma unroll
-    for (int r = 0; r < DENSE_ROWS_MAX; r++) acc[r] = 0.0f;
-#pragma unroll 4
-    for (int k = 0; k < IN; k++) {
-        const float wk = __ldg(wo + k);
-#pragma unroll
-        for (int r = 0; r < DENSE_ROWS_MAX; r++)
-            if (r < B) acc[r] = fmaf(__ldg(x + (size_t)r * IN + k), wk, acc[r]);
+    for (int e0 = 0; e0 < N; e0 += THREADS) {
+        const int e = e0 + tid, row = e / PER_ROW, kq = e % PER_ROW * V, k = k0 + kq;
+        if (N % THREADS != 0 && e >= N) break;
+        const bool in = row < nrows && k < IN;
+        const float *g = in ? src + (size_t)row * IN + k : src;
+        if (VEC)
+            nc_cp_async16(s + row * (BK + DENSE_PAD) + kq, g, in ? 16 : 0);
+        else
+            nc_cp_async4(s + row * (BK + DENSE_PAD) + kq, g, in ? 4 : 0);
     }
-#pragma unroll
-    for (int r = 0; r < DENSE_ROWS_MAX; r++)
-        if (r < B) y[(size_t)r * OUT + o] = dense_finish(acc[r], b, o);
 }
 
-/* Every tiled kernel, for nc_cuda_layers_prepare. */
-#define DENSE_FN(SHAPE) (const void *)dense_kernel<SHAPE, true>, (const void *)dense_kernel<SHAPE, false>
-static const void *const dense_tile_kernels[] = {DENSE_FN(DENSE_BIG), DENSE_FN(DENSE_WIDE), DENSE_FN(DENSE_SMALL),
-                                                 DENSE_FN(DENSE_NARROW)};
-#undef DENSE_FN
+/* One tile of y, for grids too small to hide a k slice's global latency behind another block's arithmetic: a
+ * block computes BM x BN of y, a thread TM x TN of it (rows ty + i TY, outputs tx + j TX), with slices of BK copied
+ * by cp.async NS - 1 ahead of the one multiplied, row-major (a thread reads 4 k of a row or an output at once; rows
+ * padded by 4 floats, so the 16 outputs of a warp's half hit distinct banks). One __syncthreads a slice: after it
+ * every thread's copies of this slice have landed, and no thread still reads the stage the next copy refills.
+ * The sums are dense_kernel's (acc = fmaf over k in order, zeros past IN), so the bits are too. */
+template <int BM, int BN, int BK, int TM, int TN, int NS, bool VEC>
+__global__ void __launch_bounds__(BM / TM * (BN / TN))
+    dense_pipe_kernel(float *y, const float *x, const float *w, const float *b, int B, int IN, int OUT) {
+    constexpr int TY = BM / TM, TX = BN / TN, THREADS = TY * TX, L = BK + DENSE_PAD;
+    static_assert(BK % 4 == 0 && NS >= 2, "slices of whole float4s, two stages at least");
+    __shared__ __align__(16) float xs[NS][BM * L]; // xs[s][i * L + k] = x[i0 + i][k0 + k]
+    __shared__ __align__(16) float ws[NS][BN * L]; // ws[s][o * L + k] = w[o0 + o][k0 + k]
+    const int tid = (int)threadIdx.x, tx = tid % TX, ty = tid / TX;
+    const int i0 = (int)blockIdx.y * BM, o0 = (int)blockIdx.x * BN;
+    const int nx = B - i0, nw = OUT - o0, slices = (IN + BK - 1) / BK;
+    const float *xt = x + (size_t)i0 * IN, *wt = w + (size_t)o0 * IN; // (BM, IN), (BN, IN)
+#pragma unroll
+    for (int n = 0; n < NS - 1; n++) {
+        if (n < slices) {
+            dense_copy<BM, BK, THREADS, VEC>(xs[n], xt, nx, IN, n * BK, tid);
+            dense_copy<BN, BK, THREADS, VEC>(ws[n], wt, nw, IN, n * BK, tid);
+        }
+        asm volatile("cp.async.commit_group;" ::: "memory");
+    }
+    float acc[TM][TN];
+#pragma unroll
+    for (int i = 0; i < TM; i++)
+#pragma unroll
+        for (int j = 0; j < TN; j++) acc[i][j] = 0.0f;
+    int s = 0; /* slice n's stage */
+    for (int n = 0; n < slices; n++) {
+        asm volatile("cp.async.wait_group %0;" ::"n"(NS - 2) : "memory");
+        __syncthreads();
+        const int next = n + NS - 1, sn = s == 0 ? NS - 1 : s - 1; /* the stage slice n - 1 was in */
+        if (next < slices) {
+            dense_copy<BM, BK, THREADS, VEC>(xs[sn], xt, nx, IN, next * BK, tid);
+            dense_copy<BN, BK, THREADS, VEC>(ws[sn], wt, nw, IN, next * BK, tid);
+        }
+        asm volatile("cp.async.commit_group;" ::: "memory"); /* perhaps empty: the count stays right */
+        const float *xn = xs[s] + ty * L, *wn = ws[s] + tx * L;
+#pragma unroll
+        for (int k = 0; k < BK; k += 4) {
+            float4 a[TM], c[TN];
+#pragma unroll
+            for (int i = 0; i < TM; i++) a[i] = *reinterpret_cast<const float4 *>(xn + i * TY * L + k);
+#pragma unroll
+            for (int j = 0; j < TN; j++) c[j] = *reinterpret_cast<const float4 *>(wn + j * TX * L + k);
+#pragma unroll
+            for (int i = 0; i < TM; i++)
+#pragma unroll
+                for (int j = 0; j < TN; j++) {
+                    acc[i][j] = fmaf(a[i].x, c[j].x, acc[i][j]);
+                    acc[i][j] = fmaf(a[i].y, c[j].y, acc[i][j]);
+                    acc[i][j] = fmaf(a[i].z, c[j].z, acc[i][j]);
+                    acc[i][j] = fmaf(a[i].w, c[j].w, acc[i][j]);
+                }
+        }
+        s = s + 1 == NS ? 0 : s + 1;
+    }
+    asm volatile("cp.async.wait_group 0;" ::: "memory"); /* the empty groups, for form's sake */
+#pragma unroll
+    for (int i = 0; i < TM; i++) {
+        const int r = ty + i * TY;
+        if (r >= nx) continue;
+#pragma unroll
+        for (int j = 0; j < TN; j++) {
+            const int o = tx + j * TX;
+            if (o < nw) y[(size_t)(i0 + r) * OUT + o0 + o] = dense_finish(acc[i][j], b, o0 + o);
+        }
+    }
+}
 
-/* Rows [r0, r1) of y by one tiled kernel, in launches of at most 65535 row tiles (grid y's limit). */
-template <int BM, int BN, int BK, int TM, int TN, int MINB>
+/* A shape's kernel, with 16-byte global loads or not. */
+template <bool PIPE, int BM, int BN, int BK, int TM, int TN, int X, bool VEC> static const void *dense_fn() {
+    if constexpr (PIPE)
+        return (const void *)dense_pipe_kernel<BM, BN, BK, TM, TN, X, VEC>;
+    else
+        return (const void *)dense_kernel<BM, BN, BK, TM, TN, X, VEC>;
+}
+
+/* Rows [r0, r1) of y by one shape's kernel, in launches of at most 65535 row tiles (grid y's limit). */
+template <bool PIPE, int BM, int BN, int BK, int TM, int TN, int X>
 static int dense_tiles(float *y, const float *x, const float *w, const float *b, int r0, int r1, int IN, int OUT,
                        bool vec, cudaStream_t stream, nc_error *err) {
+    const void *fn =
+        vec ? dense_fn<PIPE, BM, BN, BK, TM, TN, X, true>() : dense_fn<PIPE, BM, BN, BK, TM, TN, X, false>();
     for (int s0 = r0; s0 < r1;) {
-        const int nb = r1 - s0 < 65535 * BM ? r1 - s0 : 65535 * BM;
+        int nb = r1 - s0 < 65535 * BM ? r1 - s0 : 65535 * BM;
         const dim3 grid((unsigned)((OUT + BN - 1) / BN), (unsigned)((nb + BM - 1) / BM));
-        const unsigned threads = BM / TM * (BN / TN);
         float *ys = y + (size_t)s0 * OUT;
         const float *xs = x + (size_t)s0 * IN;
-        if (vec)
-            dense_kernel<BM, BN, BK, TM, TN, MINB, true><<<grid, threads, 0, stream>>>(ys, xs, w, b, nb, IN, OUT);
-        else
-            dense_kernel<BM, BN, BK, TM, TN, MINB, false><<<grid, threads, 0, stream>>>(ys, xs, w, b, nb, IN, OUT);
-        CUDA_LAUNCHED();
+        void *args[] = {&ys, &xs, &w, &b, &nb, &IN, &OUT};
+        CUDA_RET(cudaLaunchKernel(fn, grid, dim3(BM / TM * (BN / TN)), args, 0, stream));
         s0 += nb;
     }
     return NC_OK;
 }
 
-/* Rows of y that big tiles of BM x BN take: whole waves of the device's slots, plus the last partial wave when it
- * is at least half full (see the waves above); the rest go to DENSE_SMALL. */
-template <int BM, int BN, int BK, int TM, int TN, int MINB>
-static int dense_big_rows(int *rows, int B, int OUT, bool vec, nc_error *err) {
-    int dev, sms, per_sm;
-    CUDA_RET(cudaGetDevice(&dev));
-    CUDA_RET(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+/* Rows of y that big tiles take: their whole waves, and the partial wave where it costs less than DENSE_PIPE_L (see
+ * the waves above); the rest go to the pipelined tiles. */
+static int dense_big_rows(int *rows, int B, int OUT, bool vec, int sms, nc_error *err) {
+    int per_sm;
     CUDA_RET(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &per_sm, vec ? dense_kernel<BM, BN, BK, TM, TN, MINB, true> : dense_kernel<BM, BN, BK, TM, TN, MINB, false>,
-        BM / TM * (BN / TN), 0));
-    const long long cols = (OUT + BN - 1) / BN, tiles = (B + BM - 1) / BM * cols, slots = (long long)sms * per_sm;
-    long long waves = slots > 0 ? tiles / slots : 0;
-    if (slots > 0 && 2 * (tiles % slots) >= slots) waves++;
-    const long long r = waves * slots / cols * BM;
+        &per_sm, vec ? dense_fn<DENSE_BIG, true>() : dense_fn<DENSE_BIG, false>(), 256, 0));
+    const long long cols = (OUT + 127) / 128, tiles = (B + 127) / 128 * cols, slots = (long long)sms * per_sm;
+    if (slots <= 0) return *rows = 0, NC_OK;
+    long long waves = tiles / slots;
+    const long long partial = tiles % slots;
+    const double wave = per_sm > 1 && partial <= sms ? DENSE_BIG_ALONE : 1.0;
+    if (partial > 0 && wave <= DENSE_PIPE_L_COST * (double)partial / (double)slots) waves++;
+    const long long r = waves * slots / cols * 128;
     *rows = r < B ? (int)r : B;
     return NC_OK;
 }
@@ -334,24 +405,21 @@ static int dense_big_rows(int *rows, int B, int OUT, bool vec, nc_error *err) {
 extern "C" int nc_cuda_dense_forward(float *y, const float *x, const float *w, const float *b, int B, int IN, int OUT,
                                      cudaStream_t stream, nc_error *err) {
     if (B <= 0 || OUT <= 0) return NC_OK;
-    if (B <= DENSE_ROWS_MAX) {
-        dense_rows_kernel<<<(unsigned)((OUT + DENSE_ROWS_THREADS - 1) / DENSE_ROWS_THREADS), DENSE_ROWS_THREADS, 0,
-                            stream>>>(y, x, w, b, B, IN, OUT);
-        CUDA_LAUNCHED();
-        return NC_OK;
-    }
     const bool vec = ((uintptr_t)x | (uintptr_t)w) % 16 == 0 && IN % 4 == 0;
-    if (OUT <= DENSE_NARROW_OUT) return dense_tiles<DENSE_NARROW>(y, x, w, b, 0, B, IN, OUT, vec, stream, err);
-    /* 128 columns a tile where that pads OUT no more than 64 do. */
-    const bool big = (OUT + 127) / 128 * 2 == (OUT + 63) / 64;
-    int rows = 0, rc;
-    rc = big ? dense_big_rows<DENSE_BIG>(&rows, B, OUT, vec, err) : dense_big_rows<DENSE_WIDE>(&rows, B, OUT, vec, err);
-    if (rc) return rc;
-    if (rows > 0)
-        rc = big ? dense_tiles<DENSE_BIG>(y, x, w, b, 0, rows, IN, OUT, vec, stream, err)
-                 : dense_tiles<DENSE_WIDE>(y, x, w, b, 0, rows, IN, OUT, vec, stream, err);
-    if (rc || rows == B) return rc;
-    return dense_tiles<DENSE_SMALL>(y, x, w, b, rows, B, IN, OUT, vec, stream, err);
+    int dev, sms, rows = 0, rc = NC_OK;
+    CUDA_RET(cudaGetDevice(&dev));
+    CUDA_RET(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    /* Big tiles where 128 columns pad OUT no more than 64 do, for whole waves. */
+    if ((OUT + 127) / 128 * 2 == (OUT + 63) / 64 && (rc = dense_big_rows(&rows, B, OUT, vec, sms, err))) return rc;
+    if (rows > 0 && (rc = dense_tiles<DENSE_BIG>(y, x, w, b, 0, rows, IN, OUT, vec, stream, err))) return rc;
+    if (rows == B) return NC_OK;
+    /* The rest: the largest pipelined tiles whose blocks still fill the SMs, else the smallest. */
+    const long long row_tiles = (B - rows + 31) / 32;
+    if (row_tiles * ((OUT + 31) / 32) < sms)
+        return dense_tiles<DENSE_PIPE_S>(y, x, w, b, rows, B, IN, OUT, vec, stream, err);
+    if ((OUT + 63) / 64 * 2 == (OUT + 31) / 32 && row_tiles * ((OUT + 63) / 64) >= sms)
+        return dense_tiles<DENSE_PIPE_L>(y, x, w, b, rows, B, IN, OUT, vec, stream, err);
+    return dense_tiles<DENSE_PIPE_M>(y, x, w, b, rows, B, IN, OUT, vec, stream, err);
 }
 
 /* --------------------------------------------------- softmax and argmax */
@@ -523,17 +591,20 @@ extern "C" int nc_cuda_prepare_input(float *x, const uint8_t *images, int B, int
 extern "C" int nc_cuda_layers_prepare(nc_error *err) {
     const void *kernels[] = {
         (const void *)tanh_kernel,       (const void *)relu_kernel,        (const void *)sigmoid_kernel,
-        (const void *)pool_kernel<true>, (const void *)pool_kernel<false>, (const void *)dense_rows_kernel,
-        (const void *)softmax_kernel,    (const void *)argmax_kernel,      (const void *)resize_kernel,
-        (const void *)scale_kernel,
+        (const void *)pool_kernel<true>, (const void *)pool_kernel<false>, (const void *)softmax_kernel,
+        (const void *)argmax_kernel,     (const void *)resize_kernel,      (const void *)scale_kernel,
     };
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
         cudaFuncAttributes attr;
         CUDA_RET(cudaFuncGetAttributes(&attr, kernels[i]));
     }
-    for (size_t i = 0; i < sizeof dense_tile_kernels / sizeof dense_tile_kernels[0]; i++) {
+    const void *dense[] = {dense_fn<DENSE_BIG, true>(),    dense_fn<DENSE_BIG, false>(),
+                           dense_fn<DENSE_PIPE_L, true>(), dense_fn<DENSE_PIPE_L, false>(),
+                           dense_fn<DENSE_PIPE_M, true>(), dense_fn<DENSE_PIPE_M, false>(),
+                           dense_fn<DENSE_PIPE_S, true>(), dense_fn<DENSE_PIPE_S, false>()};
+    for (size_t i = 0; i < sizeof dense / sizeof dense[0]; i++) {
         cudaFuncAttributes attr;
-        CUDA_RET(cudaFuncGetAttributes(&attr, dense_tile_kernels[i]));
+        CUDA_RET(cudaFuncGetAttributes(&attr, dense[i]));
     }
     return NC_OK;
 }

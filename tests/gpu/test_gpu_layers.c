@@ -227,9 +227,8 @@ static void check_dense_rows(const char *what, const float *y, const float *x, c
 }
 
 /* The 2017 layer (B 10000, IN 7200, OUT 500), whole and in pieces: a row's bits must not depend on B, on where the
- * piece starts, or on which kernel the launcher picks for it (big tiles, the small tiles of the remainder, the
- * one-row-a-thread kernel of B <= 4). A sample of rows is checked against nc_ref_dense too (all of them would
- * take the CPU minutes). */
+ * piece starts, or on which kernel the launcher picks for it (big tiles, DENSE_PIPE_L, _M or _S; layers.cu). A
+ * sample of rows is checked against nc_ref_dense too (all of them would take the CPU minutes). */
 static void test_dense_rows_independent(void) {
     const int B = 10000, IN = 7200, OUT = 500;
     const size_t nx = (size_t)B * IN, nw = (size_t)OUT * IN, ny = (size_t)B * OUT;
@@ -250,10 +249,11 @@ static void test_dense_rows_independent(void) {
         for (int r = 0; r < B; r += 97)
             check_dense_rows(what, all + (size_t)r * OUT, x, w, with_bias ? b : NULL, r, 1, IN, OUT);
         check_dense_rows(what, all + (size_t)(B - 3) * OUT, x, w, with_bias ? b : NULL, B - 3, 3, IN, OUT);
-        /* Pieces {first row, rows}: halves (big tiles alone), pieces across tile boundaries for the small tiles,
-         * and B <= 4 for the row kernel. */
-        const int pieces[][2] = {{0, 4999}, {4999, 5001}, {0, 1},      {1, 1},      {129, 3},
-                                 {130, 4},  {9993, 7},    {1000, 129}, {3333, 2500}};
+        /* Pieces {first row, rows}; on an H100 the whole batch takes a wave of big tiles and DENSE_PIPE_L after it,
+         * and the pieces: halves and 2500 rows DENSE_PIPE_L, 7000 and 4224 rows big tiles (a partial wave), 300
+         * rows DENSE_PIPE_M, a few rows DENSE_PIPE_S; across tile boundaries. */
+        const int pieces[][2] = {{0, 4999}, {4999, 5001}, {0, 1},       {1, 1},    {129, 3},     {130, 4},
+                                 {9993, 7}, {1000, 129},  {3333, 2500}, {0, 7000}, {1500, 4224}, {2000, 300}};
         for (size_t p = 0; p < sizeof pieces / sizeof pieces[0]; p++) {
             const int r0 = pieces[p][0], n = pieces[p][1];
             CU(cudaMemset(dpart, 0xFF, ny * sizeof(float)));
@@ -279,9 +279,11 @@ static void test_dense_rows_independent(void) {
     free(b);
 }
 
-/* Every kernel nc_cuda_dense_forward picks (B <= 4: a thread an output; OUT <= 16: narrow tiles; big tiles for
- * whole waves of large B, 128 columns where OUT pads no more than with 64, else 64; small tiles for the rest),
- * each with 16-byte loads (IN % 4 == 0, aligned) and scalar ones, and every tail of IN, OUT and B. */
+/* Every kernel nc_cuda_dense_forward picks (layers.cu; on an H100: big tiles for the waves of large B where OUT
+ * pads to 128 no worse than to 64; then DENSE_PIPE_L where OUT pads to 64 no worse than to 32 and its blocks fill
+ * the SMs (B 10000, OUT 500), DENSE_PIPE_M where its blocks do (B 10000, OUT 1, 10, 129, 160), DENSE_PIPE_S below
+ * (B up to a few hundred)), each with 16-byte loads (IN % 4 == 0, aligned) and 4-byte ones, and every tail of IN,
+ * OUT and B. */
 static void test_dense(void) {
     for (int rep = 0; rep < 12; rep++)
         test_dense_case(rand_int(1, 200), rand_int(1, 1200), rand_int(1, 300), rep % 3 != 0);
@@ -293,9 +295,8 @@ static void test_dense(void) {
         for (size_t o = 0; o < sizeof outs / sizeof outs[0]; o++)
             for (size_t j = 0; j < sizeof bs / sizeof bs[0]; j++)
                 test_dense_case(bs[j], ins[i], outs[o], (i + o + j) % 2);
-    /* B 10000 (on an H100): big tiles for whole waves and small tiles for the rest (OUT 500), small tiles alone
-     * (OUT 129, 160), narrow tiles (OUT 10, 1). B 30000 x OUT 160: 64-column big tiles and small ones after them;
-     * B 60000 x OUT 140: 64-column big tiles alone. */
+    /* B 10000 (on an H100): big tiles for a wave and DENSE_PIPE_L for the rest (OUT 500), DENSE_PIPE_M (OUT 1,
+     * 10, 129, 160); B 30000 x OUT 160 and B 60000 x OUT 140: DENSE_PIPE_M. */
     /* NC_GPU_TEST_QUICK=1 (tools/gpu_suite.sh, under compute-sanitizer's racecheck, which follows every shared
      * memory access) keeps the large batches to small IN: every kernel still runs, on a few GFLOP instead of 170. */
     const char *quick_env = getenv("NC_GPU_TEST_QUICK");
