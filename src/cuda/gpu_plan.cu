@@ -168,13 +168,18 @@ cleanup:
 }
 
 /* Cuts a chunk of B images into pieces: start[p] .. start[p + 1] for p < the count returned, each a whole number
- * of 128-image tiles (the dense GEMM's) but the last, one piece below 2 * NC_GPU_PIECE_MIN images. */
+ * of 128-image tiles (the dense GEMM's) but the last; one piece below 2 * NC_GPU_PIECE_MIN images, else one every
+ * NC_GPU_PIECE_MIN images up to NC_GPU_MAX_PIECES: the first an eighth of the chunk (its upload is the one that
+ * shows), the others equal (see gpu_plan.h). */
 static int gpu_pieces(int B, int start[NC_GPU_MAX_PIECES + 1]) {
     int P = B / NC_GPU_PIECE_MIN;
     P = P < 1 ? 1 : P > NC_GPU_MAX_PIECES ? NC_GPU_MAX_PIECES : P;
-    const int each = ((B + P - 1) / P + 127) / 128 * 128;
     int n = 0;
-    for (int s = 0; s < B; s += each) start[n++] = s;
+    start[n++] = 0;
+    if (P > 1) {
+        const int first = (B / 8 + 127) / 128 * 128, each = ((B - first + P - 2) / (P - 1) + 127) / 128 * 128;
+        for (int s = first; s < B; s += each) start[n++] = s;
+    }
     start[n] = B;
     return n;
 }

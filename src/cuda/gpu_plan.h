@@ -30,9 +30,12 @@ typedef struct nc_gpu nc_gpu;
  * everything on g->stream. nc_gpu_run calls it once a piece of a chunk. */
 typedef int (*nc_gpu_forward_fn)(void *ctx, nc_gpu *g, int B, int *out, nc_error *err);
 
-/* Pieces a chunk is cut into at most, and the fewest images a piece holds: a piece of fewer leaves the dense
- * GEMM (128-image tiles, two blocks an SM) too few blocks to fill an H100, which costs more than the upload it
- * hides. 10000 images run in 2 pieces, 60000 in 4. */
+/* Pieces a chunk is cut into at most, and the images a piece stands for (a chunk of B runs in B / NC_GPU_PIECE_MIN
+ * pieces, at least one): the first an eighth of the chunk, since its upload is the only one that shows, the others
+ * equal, large enough for the dense GEMM's big tiles to take whole waves (8448 images on an H100). 10000 images run
+ * in pieces of 1280 and 8720, 60000 in 7552, 17536, 17536 and 17376. Against two halves of 10000 this took 2.5 to
+ * 14% off five zoo networks (2017's 3.15 -> 2.72 ms, its dense layer's wave whole), 2019 spring's within its noise
+ * (1.49 -> 1.48 and 1.55 ms); one piece was slower than it on all six (H100, 2026-11-23). */
 #define NC_GPU_MAX_PIECES 4
 #define NC_GPU_PIECE_MIN 4096
 
