@@ -673,11 +673,7 @@ __device__ __forceinline__ void tcc_fetch(uint32_t *raw, const float *__restrict
     const int tid = (int)threadIdx.x, nt = (int)blockDim.x;
     const float *src = x + b * (size_t)n;
     if (n % 4 == 0 && (uintptr_t)x % 16 == 0) {
-        for (int w = tid; w < n / 4; w += nt)
-            asm volatile(
-                "cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((unsigned)__cvta_generic_to_shared(raw + 4 * w)),
-                "l"(__cvta_generic_to_global(src + 4 * w))
-                : "memory");
+        for (int w = tid; w < n / 4; w += nt) nc_cp_async16(raw + 4 * w, src + 4 * w, 16);
     } else {
         for (int w = tid; w < n; w += nt) nc_cp_async4(raw + w, src + w, 4);
     }

@@ -1,8 +1,8 @@
 /*
  * The asynchronous copies the kernels share (sm_80 and up): 4 or 16 bytes from global into shared memory, issued
  * and not waited for; the caller commits and waits for its groups (cp.async.commit_group, cp.async.wait_group N).
- * conv_direct.cu, conv_directc.cu and conv_tc.cu copy their next input by them behind their arithmetic, layers.cu's
- * pipelined dense kernel its next slices. CUDA sources only.
+ * conv_direct.cu, conv_directc.cu and conv_tc.cu copy their next input by them behind their arithmetic, the dense
+ * GEMMs (layers.cu's pipelined tiles, dense_tc.cu's) their next slices. CUDA sources only.
  */
 #ifndef NC_CP_ASYNC_CUH
 #define NC_CP_ASYNC_CUH

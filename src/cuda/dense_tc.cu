@@ -43,6 +43,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "cuda/cp_async.cuh"
 #include "cuda/cuda_check.h"
 #include "cuda/cuda_layers.h"
 
@@ -207,8 +208,7 @@ __device__ __forceinline__ void dtc_load_w(unsigned char *ws, const unsigned cha
         const int idx = (int)threadIdx.x + DTC_THREADS * i, r = idx / PER_ROW, c = idx % PER_ROW;
         const int ok = c0 + r < OUT;
         const unsigned char *src = ok ? wp + ((size_t)(c0 + r) * KP + k0) * DTC_ES(P) + 16 * c : wp;
-        const uint32_t sa = (uint32_t)__cvta_generic_to_shared(ws + r * DTC_RS(P) + 16 * c);
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(sa), "l"(src), "r"(ok ? 16 : 0));
+        nc_cp_async16(ws + r * DTC_RS(P) + 16 * c, src, ok ? 16 : 0);
     }
 }
 
@@ -381,12 +381,13 @@ __device__ __forceinline__ void dtc_split_load(float *s, const float *m, int row
     for (int i = 0; i < DTC_BM / STEP; i++) {
         const int r = tid / PER_ROW + i * STEP, ok = k_ok && r0 + r < rows;
         const float *src = ok ? m + (size_t)(r0 + r) * IN + k0 + c : m;
-        const uint32_t sa = (uint32_t)__cvta_generic_to_shared(s + r * DTC_SPLIT_LD + c);
-        if constexpr (VEC == 4)
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(sa), "l"(src), "r"(ok ? 16 : 0));
-        else
+        if constexpr (VEC == 4) {
+            nc_cp_async16(s + r * DTC_SPLIT_LD + c, src, ok ? 16 : 0);
+        } else {
+            const uint32_t sa = (uint32_t)__cvta_generic_to_shared(s + r * DTC_SPLIT_LD + c);
             asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;" ::"r"(sa), "l"(src), "n"(VEC * 4),
                          "r"(ok ? VEC * 4 : 0));
+        }
     }
 }
 
