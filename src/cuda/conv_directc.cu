@@ -15,10 +15,12 @@
  *   - a team copies its item one channel plane at a time (the input rows its tiles read) into a ring of DC_NBUF
  *     planes by cp.async, DC_NBUF - 1 planes ahead of the one it computes, across items, so that the copies run
  *     behind the arithmetic; a plane costs one barrier of the team's threads alone (bar.sync with an id a team);
- *   - all the weights stay in shared memory for the block's life, shared by its teams, transposed to (c, p, q, m)
+ *   - all the weights stay in shared memory for the block's life, shared by its teams, transposed to (c, p, g, q, m)
  *     so that a tap's MB channels are MB/4 broadcast 16-byte loads; a tile's input rows are read as 16-byte words.
  * Measured side by side with conv_direct.cu's kernel (H100, N = 10000, 2026-11-23; docs/PERFORMANCE.md): 2018
- * fall's second layer 7.9 -> 5.8 ms alone, 7.7 -> 5.5 fused with tanh and max pooling.
+ * fall's second layer 7.9 -> 5.8 ms alone, 7.7 -> 5.5 fused with tanh and max pooling. The copy by a table of
+ * offsets, the weights' order, the unroll for K <= 5 and the 16-byte unpooled stores then took the zoo's second
+ * layers from 0.56-5.54 ms to 0.53-5.13 fused and 0.68-5.84 to 0.58-5.61 alone (the same bits).
  *
  *   nanoconv eval --model M --backend cuda --conv-kernel 6     (a model whose second layer has C > 1)
  *   nanoconv bench --backend cuda --shape 12x33x33:24x7+tanh+maxpool2 --versions 5,6
@@ -51,27 +53,23 @@ struct dc_params {
     int team_units;       /* those with a tile: channel groups times team_tiles */
 };
 
-/* Where a thread's share of a plane copy starts (row r0, column s0 of RB x WS) and how far it steps (dr rows and ds
- * columns for team_threads elements), so that the copy loop needs no division. */
-struct dc_walk {
-    int r0, s0, dr, ds;
-};
+/* A column past the image in the copy's table: above every limit, so that it is zeros. */
+#define DC_PAST 0x7fffffff
 
-/* A team's copy of channel c of item `item` into plane dst, this thread's elements tt, tt + team_threads, ...: RB
- * rows from the item's first tile row's first input row, WS words each, zeros past the image. Committed as one cp.async
- * group by the caller. (With a division an element, the copy's were among the most executed instructions of one-warp
- * blocks: ncu, 2026-11-23.) */
-template <int TR>
-__device__ __forceinline__ void dc_stage(float *dst, const float *__restrict__ x, const dc_params &d, const dc_walk &wk,
-                                         int tt, int item, int c) {
-    const int b = item / d.per_image, h0 = item % d.per_image * d.team_tiles / d.tcols * TR;
-    const float *src = x + ((size_t)b * d.C + c) * d.H * d.W;
-    int r = wk.r0, s = wk.s0;
-    for (int i = tt; i < d.RB * d.WS; i += d.team_threads) {
-        const bool in = h0 + r < d.H && s < d.W;
-        nc_cp_async4(dst + i, in ? src + (size_t)(h0 + r) * d.W + s : src, in ? 4 : 0);
-        r += wk.dr, s += wk.ds;
-        if (s >= d.WS) s -= d.WS, r++;
+/* A team's copy of one channel plane into dst (RB x WS words), this thread's elements i = tt, tt + step, ... below
+ * n = RB WS: element i is word ofs[i] from src (the channel's row that the item's first tile row starts at) where
+ * that is below lim (the words from there to the end of the channel), else zero. ofs is the block's table of r W + s
+ * for element r WS + s, DC_PAST for s >= W. With the row and column walked and the image's bounds checked an element
+ * (and the item's place found by two divisions a plane) the copy took 31 instructions an element, a tenth of the
+ * kernel's on 2019 fall's second layer; by the table 18 (ncu, H100, 2026-11-23). Committed as one cp.async group by
+ * the caller. */
+__device__ __forceinline__ void dc_stage(float *dst, const float *src, int lim, const int *ofs, int n, int tt,
+                                         int step) {
+#pragma unroll 2
+    for (int i = tt; i < n; i += step) {
+        const int o = ofs[i];
+        const bool in = o < lim;
+        nc_cp_async4(dst + i, src + (unsigned)(in ? o : 0), in ? 4 : 0);
     }
 }
 
@@ -164,15 +162,34 @@ __device__ __forceinline__ void dc_epilogue(float (&acc)[TR][TC][MB], float *__r
                     if (ph < d.Yh && pw < d.Yw && m < nm) yg[m * YY + (size_t)ph * d.Yw + pw] = s / (float)(P * P);
                 }
             }
-    } else {
+    } else { /* a tile row's TC = 4 outputs of a channel as one 16-byte store where aligned (else 8- and 4-byte ones):
+              * a warp's lanes hold consecutive tiles, so that its stores fill whole sectors where they are 16-byte */
+        static_assert(TC == 4, "the unpooled stores take rows of 4 outputs");
+        const bool whole = col0 + TC <= d.Wo;
 #pragma unroll
         for (int i = 0; i < TR; i++)
+            if (row0 + i < d.Ho)
 #pragma unroll
-            for (int j = 0; j < TC; j++)
-                if (row0 + i < d.Ho && col0 + j < d.Wo)
-#pragma unroll
-                    for (int m = 0; m < MB; m++)
-                        if (m < nm) yg[m * YY + (size_t)(row0 + i) * d.Wo + col0 + j] = acc[i][j][m];
+                for (int m = 0; m < MB; m++) {
+                    if (m >= nm) continue;
+                    float *o = yg + m * YY + (size_t)(row0 + i) * d.Wo + col0;
+                    const float v0 = acc[i][0][m], v1 = acc[i][1][m], v2 = acc[i][2][m], v3 = acc[i][3][m];
+                    const unsigned at = (unsigned)(uintptr_t)o & 15;
+                    if (!whole) {
+                        o[0] = v0;
+                        if (col0 + 1 < d.Wo) o[1] = v1;
+                        if (col0 + 2 < d.Wo) o[2] = v2;
+                    } else if (at == 0) {
+                        *reinterpret_cast<float4 *>(o) = make_float4(v0, v1, v2, v3);
+                    } else if (at == 8) {
+                        *reinterpret_cast<float2 *>(o) = make_float2(v0, v1);
+                        *reinterpret_cast<float2 *>(o + 2) = make_float2(v2, v3);
+                    } else { /* 4 or 12: o + 1 is 8-byte aligned */
+                        o[0] = v0;
+                        *reinterpret_cast<float2 *>(o + 1) = make_float2(v1, v2);
+                        o[3] = v3;
+                    }
+                }
     }
 }
 
@@ -180,9 +197,11 @@ __device__ __forceinline__ void dc_epilogue(float (&acc)[TR][TC][MB], float *__r
  * 0, 1, ...: the teams share the weights and nothing else, and each keeps its own ring and barrier, so that no warp
  * waits for more than its team's few warps (with one barrier for a block of five warps, ncu put 29% of the stall
  * samples of 2018 fall's second layer at it, 2026-11-23). Dynamic shared memory:
- *   ws (C, K, K, MP)              the weights, zero past M
+ *   ws (C, K, G, K, MB)           the weights, zero past M: for a row p of taps, a channel group's K taps of MB
+ *                                 channels are contiguous, so that their loads take constant offsets
  *   rings (teams, DC_NBUF, RB, WS) channel planes; plane u of a team's sequence (item u / C, channel u % C) in slot
- *                                 u % DC_NBUF */
+ *                                 u % DC_NBUF
+ *   ofs (RB, WS)                  the copy's table (dc_stage) */
 template <int K, int P>
 __global__ void __launch_bounds__(DC_THREADS_MAX, 1)
     conv_directc_kernel(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ k,
@@ -193,21 +212,36 @@ __global__ void __launch_bounds__(DC_THREADS_MAX, 1)
     const int C = d.C, MP = d.MP, PS = d.RB * d.WS;
     const int tid = (int)threadIdx.x, team = tid / d.team_threads, tt = tid - team * d.team_threads;
     float *ws = smem, *ring = smem + C * KK * MP + team * DC_NBUF * PS;
+    int *ofs = reinterpret_cast<int *>(smem + C * KK * MP + d.teams * DC_NBUF * PS);
 
     for (int i = tid; i < C * KK * MP; i += (int)blockDim.x) {
-        const int m = i % MP, cj = i / MP; /* cj = c KK + p K + q */
-        ws[i] = m < d.M ? k[(size_t)m * C * KK + cj] : 0.0f;
+        /* i = ((cp G + g) K + q) MB + mi, cp = c K + p */
+        const int mi = i % MB, q = i / MB % K, gq = i / (MB * K), g = gq % (MP / MB), cp = gq / (MP / MB);
+        const int m = g * MB + mi;
+        ws[i] = m < d.M ? k[(size_t)m * C * KK + cp * K + q] : 0.0f;
     }
-    __syncthreads(); /* the weights are written */
+    for (int i = tid; i < PS; i += (int)blockDim.x) {
+        const int r = i / d.WS, s = i - r * d.WS;
+        ofs[i] = s < d.W ? r * d.W + s : DC_PAST;
+    }
+    __syncthreads(); /* the weights and the copy's table are written */
     const int first = (int)blockIdx.x * d.teams + team, stride = (int)gridDim.x * d.teams;
     const int my_items = first < d.items ? (d.items - first + stride - 1) / stride : 0;
-    const dc_walk wk = {tt / d.WS, tt % d.WS, d.team_threads / d.WS, d.team_threads % d.WS};
-    /* The next plane to copy: the team's item pn, channel pc. */
-    int pn = 0, pc = 0;
+    const size_t HW = (size_t)d.H * d.W;
+    /* The next plane to copy: the team's item pn, channel pc; sx its channel 0's first row to copy, slim the words
+     * from there to the end of a channel. */
+    int pn = 0, pc = 0, slim = 0;
+    const float *sx = x;
+    auto stage_item = [&]() {
+        const int item = first + pn * stride, h0 = item % d.per_image * d.team_tiles / d.tcols * TR;
+        sx = x + (size_t)(item / d.per_image) * C * HW + (size_t)h0 * d.W;
+        slim = (d.H - h0) * d.W;
+    };
+    if (my_items > 0) stage_item();
     for (int u = 0; u < DC_NBUF - 1; u++) {
-        if (pn < my_items) dc_stage<TR>(ring + u * PS, x, d, wk, tt, first + pn * stride, pc);
+        if (pn < my_items) dc_stage(ring + u * PS, sx + pc * HW, slim, ofs, PS, tt, d.team_threads);
         asm volatile("cp.async.commit_group;" ::: "memory");
-        if (++pc == C) pc = 0, pn++;
+        if (++pc == C && ++pn < my_items) pc = 0, stage_item();
     }
 
     /* This thread's channel group g (slowest, so a warp's weight loads are mostly one broadcast) and tile t of each
@@ -232,23 +266,26 @@ __global__ void __launch_bounds__(DC_THREADS_MAX, 1)
             asm volatile("cp.async.wait_group %0;" ::"n"(DC_NBUF - 2) : "memory");
             dc_team_sync(team, d.team_threads);
             if (pn < my_items)
-                dc_stage<TR>(ring + (slot + DC_NBUF - 1) % DC_NBUF * PS, x, d, wk, tt, first + pn * stride, pc);
+                dc_stage(ring + (slot + DC_NBUF - 1) % DC_NBUF * PS, sx + pc * HW, slim, ofs, PS, tt, d.team_threads);
             asm volatile("cp.async.commit_group;" ::: "memory"); /* perhaps empty: the count stays right */
-            if (++pc == C) pc = 0, pn++;
+            if (++pc == C && ++pn < my_items) pc = 0, stage_item();
             if (on) {
                 const float *xb = ring + slot * PS + x_at;
-                const float *wb = ws + c * KK * MP + g * MB;
-#pragma unroll 1
-                for (int p = 0; p < K; p++) {
+                /* Tap (p, q)'s weights at wb + p K MP + q MB. The loop over p is unrolled for K <= 5 (the next
+                 * rows' loads go among this one's multiply-adds: 1-4% faster on the zoo's layers of K = 5, same
+                 * bits); a K = 7 kernel so unrolled outgrew the instruction cache (25-45% slower). */
+                const float *wb = ws + (c * K * MP + g * MB) * K;
+#pragma unroll(K <= 5 ? K : 1)
+                for (int p = 0; p < K; p++, xb += d.WS, wb += K * MP) {
                     float row[TR][RN];
 #pragma unroll
-                    for (int i = 0; i < TR; i++) dc_load_row<RN>(row[i], xb + (p + i) * d.WS);
+                    for (int i = 0; i < TR; i++) dc_load_row<RN>(row[i], xb + i * d.WS);
 #pragma unroll
                     for (int q = 0; q < K; q++) {
                         float w[MB];
 #pragma unroll
                         for (int v = 0; v < MB / 4; v++) {
-                            const float4 f = *reinterpret_cast<const float4 *>(wb + (p * K + q) * MP + 4 * v);
+                            const float4 f = *reinterpret_cast<const float4 *>(wb + q * MB + 4 * v);
                             w[4 * v] = f.x, w[4 * v + 1] = f.y, w[4 * v + 2] = f.z, w[4 * v + 3] = f.w;
                         }
 #pragma unroll
@@ -288,6 +325,7 @@ static dc_kernel_fn dc_kernel_for(int K, int P) {
 /* The shape's fixed part of the plan (everything but the team); 0 where this kernel does not take the layer. */
 static int dc_shape(dc_params *d, int *P, int C, int H, int W, int M, int K, const nc_conv_epilogue *e) {
     if (C < 2 || K < 3 || K > 7 || H < K || W < K || M < 1 || !nc_conv_direct_fuses(e, K)) return 0;
+    if ((long long)H * W >= DC_PAST) return 0; /* the copy's table holds offsets within a channel */
     *P = e->pool < 0 ? 1 : e->P;
     const int TR = *P == 4 ? 4 : 2, TC = 4, MB = *P == 4 ? 4 : 8;
     d->C = C, d->H = H, d->W = W, d->M = M;
@@ -300,8 +338,9 @@ static int dc_shape(dc_params *d, int *P, int C, int H, int W, int M, int K, con
     d->MP = (M + MB - 1) / MB * MB;
     d->WS = (d->tcols * TC + K - 1 + 3) / 4 * 4;
     const size_t w_bytes = (size_t)C * K * K * d->MP * sizeof(float);
-    const size_t ring_row = (size_t)DC_NBUF * d->WS * sizeof(float);
-    /* A tile of every channel group a team at least, and the weights with one team's ring of one tile row. */
+    const size_t ring_row = (size_t)(DC_NBUF + 1) * d->WS * sizeof(float);
+    /* A tile of every channel group a team at least, and the weights with one team's ring (and the copy's table) of
+     * one tile row. */
     return d->MP / MB <= DC_TEAM_MAX && w_bytes + ring_row * (TR + K - 1) <= DC_SMEM_MAX;
 }
 
@@ -349,14 +388,14 @@ int nc_conv_launch_directc(float *y, const float *x, const float *k, const float
         n = (d.tiles + per_image - 1) / per_image;
         const int team_threads = (G * n + 31) / 32 * 32;
         if (team_threads < 32 * w) continue; /* a smaller team did as much */
-        const size_t ring = (size_t)DC_NBUF * dc_rows(d.tcols, n, TR, K) * d.WS * sizeof(float);
+        const size_t plane = (size_t)dc_rows(d.tcols, n, TR, K) * d.WS * sizeof(float), ring = DC_NBUF * plane;
         int teams = DC_THREADS_MAX / team_threads;
         if (teams > DC_TEAMS_MAX) teams = DC_TEAMS_MAX;
-        while (teams > 1 && w_bytes + teams * ring > DC_SMEM_MAX) teams--;
-        if (w_bytes + teams * ring > DC_SMEM_MAX) continue;
+        while (teams > 1 && w_bytes + teams * ring + plane > DC_SMEM_MAX) teams--;
+        if (w_bytes + teams * ring + plane > DC_SMEM_MAX) continue;
         int per_sm = 0;
-        CUDA_RET(
-            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, teams * team_threads, w_bytes + teams * ring));
+        CUDA_RET(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, teams * team_threads,
+                                                               w_bytes + teams * ring + plane));
         const double score = (double)per_sm * teams * G * d.tiles / per_image;
         if (score >= best) best = score, best_tiles = n, best_teams = teams, best_blocks = per_sm > 0 ? per_sm : 1;
     }
@@ -372,7 +411,7 @@ int nc_conv_launch_directc(float *y, const float *x, const float *k, const float
     /* No more teams than items, in as few blocks as hold them. */
     d.teams = best_teams < d.items ? best_teams : d.items;
     const long grid = (long)sms * best_blocks, needed = (d.items + d.teams - 1) / d.teams;
-    const size_t smem = w_bytes + (size_t)d.teams * DC_NBUF * d.RB * d.WS * sizeof(float);
+    const size_t smem = w_bytes + (size_t)(d.teams * DC_NBUF + 1) * d.RB * d.WS * sizeof(float); /* + the table */
     fn<<<(unsigned)(grid < needed ? grid : needed), d.teams * d.team_threads, smem, stream>>>(y, x, k, bias, d);
     CUDA_LAUNCHED();
     return NC_OK;

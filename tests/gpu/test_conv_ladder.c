@@ -159,6 +159,64 @@ static void test_fused_case(int B, int C, int H, int W, int M, int K, int with_b
     free(ref);
 }
 
+/* conv_directc.cu's unpooled stores: a tile row's four outputs as one 16-byte store, two 8-byte ones or 4 + 8 + 4
+ * bytes, as the address falls, and one at a time at the right edge. Every width modulo 4 and every output address
+ * modulo 16 (y offset by 0..3 floats): the same bits at every offset, close to the reference, and the words before and
+ * after the output untouched. */
+static void test_unpooled_stores(void) {
+    for (int wmod = 0; wmod < 4; wmod++) {
+        const int B = 3, C = 3, K = 5, M = 10, H = 17, W = 20 + wmod, Ho = H - K + 1, Wo = W - K + 1;
+        const size_t nx = (size_t)B * C * H * W, nk = (size_t)M * C * K * K, ny = (size_t)B * M * Ho * Wo;
+        float *x = xmalloc(nx * sizeof(float)), *k = xmalloc(nk * sizeof(float)), *bias = xmalloc(M * sizeof(float));
+        float *ref = xmalloc(ny * sizeof(float)), *first = NULL;
+        fill(x, nx, -1.0f, 1.0f);
+        fill(k, nk, -0.2f, 0.2f);
+        fill(bias, M, -1.0f, 1.0f);
+        nc_ref_conv(ref, x, k, bias, B, C, H, W, M, K);
+        float *dx = dev_from(x, nx * sizeof(float)), *dk = dev_from(k, nk * sizeof(float));
+        float *db = dev_from(bias, M * sizeof(float)), *dy;
+        CU(cudaMalloc((void **)&dy, (ny + 8) * sizeof(float)));
+        const nc_conv_epilogue alone = {-1, -1, 1, 1};
+        CHECK(nc_conv_directc_takes(C, H, W, M, K, &alone));
+        for (int at = 0; at < 4; at++) {
+            char what[96];
+            snprintf(what, sizeof what, "unpooled stores Wo %d, y + %d floats", Wo, at);
+            CU(cudaMemset(dy, 0xFF, (ny + 8) * sizeof(float)));
+            nc_error err = {0};
+            check_rc(nc_conv_launch_fused(dy + at, dx, NULL, NULL, dk, db, B, C, H, W, M, K, &alone, stream, &err),
+                     &err, what);
+            float *all = host_from(dy, ny + 8);
+            check_close(what, all + at, ref, ny, 1e-4, 1e-4);
+            int guard = 1;
+            for (size_t i = 0; i < ny + 8; i++) {
+                uint32_t bits;
+                memcpy(&bits, &all[i], 4);
+                if ((i < (size_t)at || i >= ny + at) && bits != 0xFFFFFFFFu) guard = 0;
+            }
+            if (!guard) fprintf(stderr, "%s: a word outside the output was written\n", what);
+            CHECK(guard);
+            if (!first) {
+                first = xmalloc(ny * sizeof(float));
+                memcpy(first, all + at, ny * sizeof(float));
+            } else {
+                const int same = memcmp(first, all + at, ny * sizeof(float)) == 0;
+                if (!same) fprintf(stderr, "%s: not the bits of y + 0\n", what);
+                CHECK(same);
+            }
+            free(all);
+        }
+        CU(cudaFree(dx));
+        CU(cudaFree(dk));
+        CU(cudaFree(db));
+        CU(cudaFree(dy));
+        free(x);
+        free(k);
+        free(bias);
+        free(ref);
+        free(first);
+    }
+}
+
 static void test_versions(void) {
     for (int K = 3; K <= 7; K++) {
         for (int rep = 0; rep < 4; rep++) {
@@ -259,7 +317,8 @@ int main(void) {
     printf("%d convolution versions\n", nc_cuda_conv_num_versions());
     /* NC_GPU_TEST_QUICK=1 (tools/gpu_suite.sh, under compute-sanitizer's memcheck, racecheck and synccheck):
      * conv_directc.cu's cp.async rings and team barriers, with more items than teams, on the zoo's second layers'
-     * shapes and a small one; conv_direct.cu's copies of a block's next item, pixels aligned or not, and floats. */
+     * shapes and a small one, and its unpooled stores at every alignment; conv_direct.cu's copies of a block's next
+     * item, pixels aligned or not, and floats. */
     const char *quick_env = getenv("NC_GPU_TEST_QUICK");
     if (quick_env && *quick_env == '1') {
         test_fused_case(1500, 1, 28, 28, 50, 5, 1, NC_TANH, NC_MAXPOOL, 2, 1);
@@ -271,11 +330,13 @@ int main(void) {
         test_fused_case(200, 4, 40, 40, 16, 7, 1, NC_RELU, NC_MAXPOOL, 4, 0);
         test_fused_case(200, 6, 30, 30, 16, 5, 1, -1, -1, 1, 0);
         test_fused_case(300, 6, 22, 22, 16, 5, 0, NC_SIGMOID, NC_AVGPOOL, 2, 0);
+        test_unpooled_stores();
         CU(cudaStreamDestroy(stream));
         return nc_test_done("test_conv_ladder (quick)");
     }
     test_versions();
     test_fused();
+    test_unpooled_stores();
     CU(cudaStreamDestroy(stream));
     return nc_test_done("test_conv_ladder");
 }
