@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU suite where the CMake build folder is not at hand (a copy of the tree on a GPU machine): the test
-# binaries and nanoconv from DIR (plain or gzipped; from a -DBUILD_SHARED_LIBS=ON build, libnanoconv.so beside
-# them, which keeps the bundle small), shared libraries the machine lacks in DIR/lib, the Fashion-MNIST .gz files
+# binaries and nanoconv from DIR (plain, gzipped or xz; from a -DBUILD_SHARED_LIBS=ON build, libnanoconv.so beside
+# them, which keeps the bundle small), shared libraries the machine lacks in DIR/lib, the Fashion-MNIST files
 # in DIR/data. Runs every GPU test, compute-sanitizer on the layer test, and the eval
 # lines of the default model on both GPU backends; logs go under OUT; the summary line closes the output.
 #   tools/gpu_suite.sh DIR [OUT]
