@@ -3,6 +3,8 @@
 
     python3 bench/perf_tables.py BENCH.json [CHECK.json] [--layer 'fashion-2017-high c0']
 
+Either file may be gzipped (.gz: bench/results keeps the bench's JSON so).
+
 Prints, from one run (every figure a median the bench measured, every floor from rates measured in the same run):
   1. the ladder on one layer (default: the 2017 layer): every version, unfused and fused, at each N;
   2. every convolution layer of the zoo at the largest N: cuDNN, the best exact version, the best of each precision;
@@ -12,7 +14,13 @@ Prints, from one run (every figure a median the bench measured, every floor from
 """
 import argparse
 import collections
+import gzip
 import json
+
+
+def load(path):
+    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
+        return json.load(f)
 
 
 def fmt(x, d=3):
@@ -111,7 +119,7 @@ def main():
     ap.add_argument("check", nargs="?")
     ap.add_argument("--layer", default="fashion-2017-high c0")
     a = ap.parse_args()
-    b = json.load(open(a.bench))
+    b = load(a.bench)
     n = max(b["ns"])
     print(f"<!-- {b['device']} ; floors {b['floors']} -->\n")
     ladder(b["layers"], a.layer, b["ns"])
@@ -123,7 +131,7 @@ def main():
     networks(b["networks"], n)
     if a.check:
         print()
-        checks(json.load(open(a.check))["checks"])
+        checks(load(a.check)["checks"])
 
 
 if __name__ == "__main__":

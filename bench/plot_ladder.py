@@ -7,8 +7,11 @@ the copy bandwidth or FLOPs over the FFMA peak, whichever is larger) is the red 
 
     python3 bench/plot_ladder.py bench/results/gpu.json docs/ladder.svg [docs/ladder.png]
 
+The JSON may be gzipped (.gz: bench/results keeps the bench's JSON so).
+
 The SVG is written by hand (no dependency); a .png is drawn with matplotlib where it is installed.
 """
+import gzip
 import json
 import math
 import sys
@@ -123,7 +126,7 @@ def png(data, n, title, path):
 def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__)
-    with open(sys.argv[1]) as f:
+    with (gzip.open(sys.argv[1], "rt") if sys.argv[1].endswith(".gz") else open(sys.argv[1])) as f:
         doc = json.load(f)
     data, n = ladder(doc)
     if not data:
