@@ -29,7 +29,12 @@
  * staging barrier and the staging loads' latency first among the stalls). Copying the next band by cp.async
  * instead of loading this one between two barriers, and storing unpooled pairs as float2, took the zoo's first
  * layers alone from 0.49-2.36 ms to 0.29-1.59 ms (the 2017 layer 1.32 -> 0.57) and fused on uint8 pixels from
- * 0.46-1.93 to 0.29-1.59 (2017 0.70 -> 0.64; H100, 2026-11-23, docs/PERFORMANCE.md).
+ * 0.46-1.93 to 0.29-1.59 (2017 0.70 -> 0.64; H100, 2026-11-23, docs/PERFORMANCE.md). Then the copies went to 16
+ * bytes where the addresses allow (float rows of whole quads; uint8 pixels in 16-byte chunks, converted four at a
+ * time by a funnel shift across two words, the lut read once a pixel), the bias to shared memory, and a block's
+ * threads to one walk over a band's (group, patch) units instead of one group's patches at a time (the 2017 layer's
+ * 144 patches left the last of 5 warps half idle for each of its 5 groups): the zoo's first layers fused on uint8
+ * pixels 0.29-1.61 -> 0.23-1.38 ms (2017 0.635 -> 0.475; H100, 2026-11-24).
  */
 #include "cuda/conv_act.cuh"
 #include "cuda/conv_ladder.h"
@@ -58,77 +63,142 @@ struct direct_params {
     int bands, work;  /* bands per image; work items (image, band) = B * bands */
     int w_all;        /* every group's weights staged once per block (else one group at a time) */
     int RB, WS;       /* a staged band: rows, and the row stride (band_pr PT + K - 1, pc PT + K - 1) */
+    int WQ;           /* quads (4 floats) a staged row: ceil(WS / 4) */
     int RW;       /* uint8 input: 4-byte words of a channel's raw copy (its band's bytes from the word of the first) */
-    int u8_async; /* uint8 input 4-byte aligned: copied by cp.async (else read at conversion) */
+    int u8_align; /* uint8 input 16- or 4-byte aligned: copied by cp.async in chunks of that many bytes (else 0: read
+                     at conversion) */
     int pairs;    /* unpooled, Wo even and y 8-byte aligned: two adjacent outputs are one float2 store */
+    int quads;    /* float input: W and WS multiples of 4 and x 16-byte aligned: copied by 16-byte cp.async */
 };
 
-/* A walk over a band's (C, RB, WS) elements i = tid, tid + nt, ... without a division a step: where the thread
- * starts and, for nt elements, how many channels, rows and columns it moves. */
+/* A thread's walk over a band's rows of n elements or quads, i = tid, tid + nt, ...: its first row and column, and
+ * the rows and columns a step of nt moves. Found once a kernel, so that a step costs no division. */
 struct direct_walk {
-    int c0, r0, s0, dc, dr, ds;
+    int r, s, dr, ds;
 };
 
-__device__ __forceinline__ direct_walk direct_walk_for(const direct_params &d, int tid, int nt) {
-    const int plane = d.RB * d.WS;
-    return {tid / plane, tid / d.WS % d.RB, tid % d.WS, nt / plane, nt / d.WS % d.RB, nt % d.WS};
+__device__ __forceinline__ direct_walk direct_walk_for(int n, int tid, int nt) {
+    return {tid / n, tid % n, nt / n, nt % n};
 }
 
-__device__ __forceinline__ void direct_step(const direct_params &d, const direct_walk &wk, int &c, int &r, int &s) {
-    s += wk.ds;
-    if (s >= d.WS) s -= d.WS, r++;
-    r += wk.dr;
-    if (r >= d.RB) r -= d.RB, c++;
-    c += wk.dc;
+/* Work item `item`: its image, its band's first row, and the image's rows in the band. */
+struct direct_item {
+    size_t b;
+    int h0, rows;
+};
+
+template <int PT> __device__ __forceinline__ direct_item direct_item_at(const direct_params &d, int item) {
+    const int b = d.bands == 1 ? item : item / d.bands, h0 = (item - b * d.bands) * d.band_pr * PT;
+    return {(size_t)b, h0, min(d.RB, d.H - h0)};
 }
 
-/* Issues (does not wait for) the copies of work item `item`'s band, as one cp.async group: float input straight
- * into xs (C, RB, WS), zeros past the image; uint8 pixels (4-byte aligned) into raw (C, RW words), each channel's
- * band rows from the word that holds their first byte, zeros past them. Unaligned pixels are read when converted. */
+/* Issues (does not wait for) the copies of work item `item`'s band, as one cp.async group, a channel at a time:
+ * float input straight into xs (C, RB, WS), zeros past the image, by 16 bytes where d.quads allows (else 4); uint8
+ * pixels (d.u8_align = 16 or 4: the pixels' alignment) into raw (C, RW words), each channel's band rows from the
+ * 16- or 4-byte chunk that holds their first byte, zeros past them (a last partial chunk by plain loads and stores,
+ * which the barrier before its conversion makes visible). Unaligned pixels are read when converted. */
 template <int PT>
 __device__ __forceinline__ void direct_fetch(float *xs, uint32_t *raw, const float *__restrict__ x,
-                                             const uint8_t *__restrict__ xu, const direct_params &d,
-                                             const direct_walk &wk, int item, int tid, int nt) {
-    const size_t b = (size_t)(item / d.bands);
-    const int h0 = item % d.bands * d.band_pr * PT, rows = min(d.RB, d.H - h0);
-    if (xu) {
-        if (d.u8_async)
-            for (int i = tid; i < d.C * d.RW; i += nt) {
-                const int c = i / d.RW, w = i - c * d.RW;
-                const size_t start = ((b * d.C + c) * d.H + h0) * d.W, stop = start + (size_t)rows * d.W;
-                const size_t at = (start & ~(size_t)3) + 4 * (size_t)w;
-                const int bytes = at >= stop ? 0 : stop - at < 4 ? (int)(stop - at) : 4;
-                nc_cp_async4(raw + i, bytes ? xu + at : xu, bytes);
+                                             const uint8_t *__restrict__ xu, const direct_params &d, int item,
+                                             const direct_walk &fw, int tid, int nt) {
+    const direct_item it = direct_item_at<PT>(d, item);
+    const size_t b = it.b;
+    const int h0 = it.h0, rows = it.rows;
+    for (int c = 0; c < d.C; c++) {
+        const size_t start = ((b * d.C + c) * d.H + h0) * d.W; /* the band's first pixel */
+        if (xu) {
+            const int A = d.u8_align;
+            if (!A) break;
+            const size_t a0 = start & ~(size_t)(A - 1);
+            const int have = (int)(start - a0) + rows * d.W; /* bytes from a0 to the band's end */
+            uint32_t *rc = raw + c * d.RW;
+            const int chunks = A == 16 ? d.RW / 4 : d.RW;
+            for (int i = tid; i < chunks; i += nt) {
+                const int left = have - A * i, bytes = left <= 0 ? 0 : left < A ? left : A;
+                if (bytes == A || bytes == 0) {
+                    if (A == 16)
+                        nc_cp_async16(rc + 4 * i, bytes ? xu + a0 + 16 * i : xu, bytes);
+                    else
+                        nc_cp_async4(rc + i, bytes ? xu + a0 + 4 * i : xu, bytes);
+                } else { /* the band's last bytes: loaded as they are, so that nothing past the pixels is read */
+                    const uint8_t *src = xu + a0 + A * i;
+#pragma unroll
+                    for (int j = 0; j < 4; j++) {
+                        uint32_t w = 0;
+#pragma unroll
+                        for (int t = 0; t < 4; t++)
+                            if (4 * j + t < bytes) w |= (uint32_t)src[4 * j + t] << 8 * t;
+                        if (4 * j < A) rc[A / 4 * i + j] = w;
+                    }
+                }
             }
-    } else {
-        int c = wk.c0, r = wk.r0, s = wk.s0;
-        for (int i = tid; i < d.C * d.RB * d.WS; i += nt) {
-            const bool in = r < rows && s < d.W;
-            nc_cp_async4(xs + i, in ? x + ((b * d.C + c) * d.H + h0 + r) * d.W + s : x, in ? 4 : 0);
-            direct_step(d, wk, c, r, s);
+        } else {
+            const float *xg = x + start;
+            float *xc = xs + c * d.RB * d.WS;
+            const int n = d.quads ? d.WQ : d.WS; /* copies a row (fw walks them) */
+            for (int r = fw.r, s = fw.s; r < d.RB;) {
+                if (d.quads) { /* W a multiple of 4 and WS <= W: a quad is in the image or its row is past it */
+                    const bool in = r < rows;
+                    nc_cp_async16(xc + r * d.WS + 4 * s, in ? xg + r * d.W + 4 * s : x, in ? 16 : 0);
+                } else {
+                    const bool in = r < rows && s < d.W;
+                    nc_cp_async4(xc + r * d.WS + s, in ? xg + r * d.W + s : x, in ? 4 : 0);
+                }
+                s += fw.ds, r += fw.dr;
+                if (s >= n) s -= n, r++;
+            }
         }
     }
     asm volatile("cp.async.commit_group;" ::: "memory");
 }
 
-/* uint8 input: item `item`'s band into xs (C, RB, WS) as floats through the lut sl, zeros past the image; the pixels
- * from raw (direct_fetch's copy) or, unaligned, from global memory. */
+/* uint8 input: item `item`'s band into xs (C, RB, WS) as floats through the lut sl, zeros past the image, four
+ * pixels of a row at a time: from raw (direct_fetch's copy; two words and a funnel shift, which is why a channel's
+ * raw copy has words to spare past its last pixel) or, unaligned, from global memory. */
 template <int PT>
 __device__ __forceinline__ void direct_convert(float *xs, const uint32_t *raw, const uint8_t *__restrict__ xu,
-                                               const float *sl, const direct_params &d, const direct_walk &wk, int item,
-                                               int tid, int nt) {
-    const size_t b = (size_t)(item / d.bands);
-    const int h0 = item % d.bands * d.band_pr * PT, rows = min(d.RB, d.H - h0);
-    int c = wk.c0, r = wk.r0, s = wk.s0;
-    for (int i = tid; i < d.C * d.RB * d.WS; i += nt) {
-        float v = 0.0f;
-        if (r < rows && s < d.W) {
-            const size_t start = ((b * d.C + c) * d.H + h0) * d.W;
-            const int at = r * d.W + s;
-            v = sl[d.u8_async ? reinterpret_cast<const uint8_t *>(raw + c * d.RW)[(start & 3) + at] : xu[start + at]];
+                                               const float *sl, const direct_params &d, int item,
+                                               const direct_walk &cw) {
+    const direct_item it = direct_item_at<PT>(d, item);
+    const size_t b = it.b;
+    const int h0 = it.h0, rows = it.rows;
+    for (int c = 0; c < d.C; c++) {
+        const size_t start = ((b * d.C + c) * d.H + h0) * d.W;
+        const int lead = d.u8_align ? (int)(start & (size_t)(d.u8_align - 1)) : 0; /* in raw, the first pixel's byte */
+        const uint32_t *rc = raw + c * d.RW;
+        const uint8_t *xg = xu + start;
+        float *xc = xs + c * d.RB * d.WS;
+        for (int r = cw.r, q = cw.s; r < d.RB;) {
+            const int s0 = 4 * q;
+            uint32_t px = 0; /* four pixels, the first in the low byte */
+            if (r < rows) {
+                const int at = r * d.W + s0;
+                if (d.u8_align) {
+                    const int o = lead + at;
+                    px = __funnelshift_r(rc[o >> 2], rc[(o >> 2) + 1], 8 * (o & 3));
+                } else {
+#pragma unroll
+                    for (int j = 0; j < 4; j++)
+                        if (s0 + j < d.W) px |= (uint32_t)xg[at + j] << 8 * j;
+                }
+            }
+            float v[4]; /* the lut read for every pixel (past the image too), then the zeros chosen */
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const float t = sl[px >> 8 * j & 255];
+                v[j] = r < rows && s0 + j < d.W ? t : 0.0f;
+            }
+            float *o = xc + r * d.WS + s0;
+            if (d.WS % 4 == 0) {
+                *reinterpret_cast<float4 *>(o) = make_float4(v[0], v[1], v[2], v[3]);
+            } else {
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+                    if (s0 + j < d.WS) o[j] = v[j];
+            }
+            q += cw.ds, r += cw.dr;
+            if (q >= d.WQ) q -= d.WQ, r++;
         }
-        xs[i] = v;
-        direct_step(d, wk, c, r, s);
     }
 }
 
@@ -138,10 +208,12 @@ __device__ __forceinline__ void direct_convert(float *xs, const uint32_t *raw, c
  * stall of 6% on the 2017 layer: ncu, 2026-11-22). Dynamic shared memory:
  *   ws (G, C, MB, KK4)  the weights, each (m, c) row of K*K padded with zeros to KK4 (a multiple of 4), for all
  *                       G = ceil(M / MB) groups staged once (w_all), or for one group at a time
+ *   bs (G MB)           the bias, zeros past M (where there is one), rounded up to 4 floats
  *   xs (2, C, RB, WS)   two bands, zero past the image: one computed, the other being copied (float input) or
- *                       converted from raw after the arithmetic (uint8)
+ *                       converted from raw after the arithmetic (uint8); rounded up to 4 floats
  *   raw (2, C, RW)      uint8 input: the pixels of the next two items as copied (4-byte words)
- *   lut (256)           uint8 input only (xu not NULL; a run-time choice, as it costs only the staging) */
+ *   lut (256)           uint8 input only (xu not NULL; a run-time choice, as it costs only the staging)
+ * Each of them starts 16-byte aligned. */
 template <int K, int PT, int MB>
 __global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PT, MB))
     conv_direct_kernel(float *__restrict__ y, const float *__restrict__ x, const uint8_t *__restrict__ xu,
@@ -151,15 +223,20 @@ __global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PT, MB))
     extern __shared__ __align__(16) float smem[];
     const int C = d.C, RB = d.RB, WS = d.WS, band = C * RB * WS;
     const int G = (d.M + MB - 1) / MB;
-    float *ws = smem;                                                     // (G or 1, C, MB, KK4)
-    float *xs = ws + (d.w_all ? G : 1) * C * MB * KK4;                    // (2, C, RB, WS)
-    uint32_t *raw = reinterpret_cast<uint32_t *>(xs + 2 * band);          // (2, C, RW), uint8 input only
-    float *sl = reinterpret_cast<float *>(raw + (xu ? 2 * C * d.RW : 0)); // (256), uint8 input only
+    float *ws = smem;                                                          // (G or 1, C, MB, KK4)
+    float *bs = ws + (d.w_all ? G : 1) * C * MB * KK4;                         // (G MB)
+    float *xs = bs + (G * MB + 3) / 4 * 4;                                     // (2, C, RB, WS)
+    uint32_t *raw = reinterpret_cast<uint32_t *>(xs + (2 * band + 3) / 4 * 4); // (2, C, RW), uint8 input only
+    float *sl = reinterpret_cast<float *>(raw + (xu ? 2 * C * d.RW : 0));      // (256), uint8 input only
     const int tid = (int)threadIdx.x, nt = (int)blockDim.x;
-    const direct_walk wk = direct_walk_for(d, tid, nt);
+    /* The walks over a band's quads (conversion), its copies (float input), and its patches (rows, columns). */
+    const direct_walk cw = direct_walk_for(d.WQ, tid, nt), fw = direct_walk_for(d.quads ? d.WQ : d.WS, tid, nt);
+    const direct_walk pw = direct_walk_for(d.pc, tid, nt);
 
     if (xu)
         for (int i = tid; i < 256; i += nt) sl[i] = lut.v[i];
+    if (bias)
+        for (int i = tid; i < G * MB; i += nt) bs[i] = i < d.M ? bias[i] : 0.0f;
     if (d.w_all) {
         for (int i = tid; i < G * C * MB * KK4; i += nt) {
             const int g = i / (C * MB * KK4), c = i / (MB * KK4) % C, mi = i / KK4 % MB, j = i % KK4;
@@ -170,46 +247,52 @@ __global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PT, MB))
     /* uint8 input runs one item further ahead: the next item's pixels are converted after this one's arithmetic,
      * so that an item costs one barrier whatever the input. */
     const int first = (int)blockIdx.x, second = first + (int)gridDim.x;
-    if (first < d.work) direct_fetch<PT>(xs, raw, x, xu, d, wk, first, tid, nt);
+    if (first < d.work) direct_fetch<PT>(xs, raw, x, xu, d, first, fw, tid, nt);
     if (xu && first < d.work) {
         if (second < d.work) {
-            direct_fetch<PT>(xs, raw + C * d.RW, x, xu, d, wk, second, tid, nt);
+            direct_fetch<PT>(xs, raw + C * d.RW, x, xu, d, second, fw, tid, nt);
             asm volatile("cp.async.wait_group 1;" ::: "memory"); /* the first item's pixels have landed */
         } else {
             asm volatile("cp.async.wait_group 0;" ::: "memory");
         }
         __syncthreads();
-        direct_convert<PT>(xs, raw, xu, sl, d, wk, first, tid, nt);
+        direct_convert<PT>(xs, raw, xu, sl, d, first, cw);
     }
+    const int YY = d.Yh * d.Yw;
     for (int item = first, buf = 0; item < d.work; item += (int)gridDim.x, buf ^= 1) {
-        const size_t b = (size_t)(item / d.bands);
-        const int pr0 = item % d.bands * d.band_pr;
+        const int bi = d.bands == 1 ? item : item / d.bands, pr0 = (item - bi * d.bands) * d.band_pr;
+        const size_t b = (size_t)bi;
+        float *yb = y + b * d.M * YY; /* this image's output: offsets in it fit an int (the launcher checks) */
         /* Float input: this thread's copies of this item have landed; uint8: those of the next item's pixels. */
         asm volatile("cp.async.wait_group 0;" ::: "memory");
         /* Everyone's have, this item's band is converted, and the last item is done with the other band and raw
          * copy (and the lut and weights are written). */
         __syncthreads();
         const int next = item + (int)gridDim.x;
-        if (!xu && next < d.work) direct_fetch<PT>(xs + (buf ^ 1) * band, raw, x, xu, d, wk, next, tid, nt);
+        if (!xu && next < d.work) direct_fetch<PT>(xs + (buf ^ 1) * band, raw, x, xu, d, next, fw, tid, nt);
         if (xu && next + (int)gridDim.x < d.work)
-            direct_fetch<PT>(xs, raw + buf * C * d.RW, x, xu, d, wk, next + (int)gridDim.x, tid, nt);
+            direct_fetch<PT>(xs, raw + buf * C * d.RW, x, xu, d, next + (int)gridDim.x, fw, tid, nt);
         const float *xb = xs + buf * band;
         const int band_pr = min(d.band_pr, d.pr_total - pr0);
-        const int patches = band_pr * d.pc;
-        for (int m0 = 0; m0 < d.M; m0 += MB) {
-            const float *wg = ws; /* this group's (C, MB, KK4) */
-            if (d.w_all) {
-                wg = ws + (m0 / MB) * C * MB * KK4;
-            } else {
+        /* With every group's weights at hand (w_all) the threads take (group, patch) units of all G groups in one
+         * walk, so that only the item's last units leave lanes idle (the 2017 layer's 144 patches took 5 warps, the
+         * last half idle, for each of its 5 groups); else one group at a time, its weights staged in turn. */
+        const int span = d.w_all ? G : 1; /* the groups one walk covers */
+        for (int g0 = 0; g0 < G; g0 += span) {
+            if (!d.w_all) {
                 __syncthreads(); /* the previous group is done with ws */
                 for (int i = tid; i < C * MB * KK4; i += nt) {
-                    const int c = i / (MB * KK4), mi = i / KK4 % MB, j = i % KK4;
-                    ws[i] = (m0 + mi < d.M && j < KK) ? k[((size_t)(m0 + mi) * C + c) * KK + j] : 0.0f;
+                    const int c = i / (MB * KK4), mi = i / KK4 % MB, j = i % KK4, m = g0 * MB + mi;
+                    ws[i] = (m < d.M && j < KK) ? k[((size_t)m * C + c) * KK + j] : 0.0f;
                 }
                 __syncthreads();
             }
-            for (int pi = tid; pi < patches; pi += nt) {
-                const int pr = pi / d.pc, pc = pi % d.pc;
+            /* Each thread's first unit, then steps of nt units without a division. */
+            int pr = pw.r, pc = pw.s, g = g0;
+            if (pr >= band_pr) g += pr / band_pr, pr -= (g - g0) * band_pr;
+            while (g < g0 + span) {
+                const int m0 = g * MB;
+                const float *wg = ws + (d.w_all ? g : 0) * C * MB * KK4; /* this group's (C, MB, KK4) */
                 float acc[MB][PT][PT];
 #pragma unroll
                 for (int mi = 0; mi < MB; mi++)
@@ -217,13 +300,24 @@ __global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PT, MB))
                     for (int i = 0; i < PT; i++)
 #pragma unroll
                         for (int j = 0; j < PT; j++) acc[mi][i][j] = 0.0f;
-                for (int c = 0; c < C; c++) {
+                int c = 0;
+                do { /* C >= 1: a do-while, so that ptxas zeroes the sums on one path only */
                     const float *xw = xb + (c * RB + pr * PT) * WS + pc * PT; // the window's top left
                     float win[WN][WN];
+                    if constexpr (WN % 2 == 0) { /* then WS and the offset are even too: the window by 8-byte loads */
 #pragma unroll
-                    for (int r = 0; r < WN; r++)
+                        for (int r = 0; r < WN; r++)
 #pragma unroll
-                        for (int s = 0; s < WN; s++) win[r][s] = xw[r * WS + s];
+                            for (int s = 0; s < WN; s += 2) {
+                                const float2 v = *reinterpret_cast<const float2 *>(xw + r * WS + s);
+                                win[r][s] = v.x, win[r][s + 1] = v.y;
+                            }
+                    } else {
+#pragma unroll
+                        for (int r = 0; r < WN; r++)
+#pragma unroll
+                            for (int s = 0; s < WN; s++) win[r][s] = xw[r * WS + s];
+                    }
 #pragma unroll
                     for (int mi = 0; mi < MB; mi++) {
                         const float4 *w4 = reinterpret_cast<const float4 *>(wg + (c * MB + mi) * KK4);
@@ -243,12 +337,13 @@ __global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PT, MB))
                                     for (int j = 0; j < PT; j++)
                                         acc[mi][i][j] = fmaf(win[i + p][j + q], wv[p * K + q], acc[mi][i][j]);
                     }
-                }
-                /* The epilogue: pooling and activation switched once for the MB channels, not once an output. */
-                const int nm = min(MB, d.M - m0), YY = d.Yh * d.Yw;
+                } while (++c < C);
+                /* The epilogue: pooling and activation switched once for the MB channels, not once an output. The
+                 * bias from shared memory (zeros past M), the stores unpredicated where the group is whole. */
+                const int nm = min(MB, d.M - m0);
                 float bm[MB];
 #pragma unroll
-                for (int mi = 0; mi < MB; mi++) bm[mi] = bias && mi < nm ? bias[m0 + mi] : 0.0f;
+                for (int mi = 0; mi < MB; mi++) bm[mi] = bias ? bs[m0 + mi] : 0.0f;
                 if (d.pool == NC_MAXPOOL) {
                     float o[MB];
 #pragma unroll
@@ -261,10 +356,15 @@ __global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PT, MB))
                         o[mi] = bias ? v + bm[mi] : v;
                     }
                     nc_act_n(d.act, o);
-                    float *yo = y + (b * d.M + m0) * YY + (pr0 + pr) * d.Yw + pc;
+                    float *yo = yb + m0 * YY + (pr0 + pr) * d.Yw + pc;
+                    if (nm == MB) {
 #pragma unroll
-                    for (int mi = 0; mi < MB; mi++)
-                        if (mi < nm) yo[mi * YY] = o[mi];
+                        for (int mi = 0; mi < MB; mi++) yo[mi * YY] = o[mi];
+                    } else {
+#pragma unroll
+                        for (int mi = 0; mi < MB; mi++)
+                            if (mi < nm) yo[mi * YY] = o[mi];
+                    }
                 } else {
                     float v[MB][PT][PT];
 #pragma unroll
@@ -275,7 +375,7 @@ __global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PT, MB))
                             for (int j = 0; j < PT; j++) v[mi][i][j] = bias ? acc[mi][i][j] + bm[mi] : acc[mi][i][j];
                     nc_act_n(d.act, reinterpret_cast<float(&)[MB * PT * PT]>(v));
                     if (d.pool == NC_AVGPOOL) {
-                        float *yo = y + (b * d.M + m0) * YY + (pr0 + pr) * d.Yw + pc;
+                        float *yo = yb + m0 * YY + (pr0 + pr) * d.Yw + pc;
 #pragma unroll
                         for (int mi = 0; mi < MB; mi++) {
                             float s = 0.0f;
@@ -287,7 +387,7 @@ __global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PT, MB))
                         }
                     } else {
                         const int oh = (pr0 + pr) * PT, ow = pc * PT;
-                        float *yo = y + (b * d.M + m0) * YY + oh * d.Wo + ow;
+                        float *yo = yb + m0 * YY + oh * d.Wo + ow;
                         if (PT == 2 && d.pairs) { /* 8 aligned bytes: a warp's stores fill whole 32-byte sectors */
 #pragma unroll
                             for (int i = 0; i < PT; i++)
@@ -309,10 +409,13 @@ __global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PT, MB))
                         }
                     }
                 }
+                pc += pw.ds, pr += pw.dr; /* the next unit */
+                if (pc >= d.pc) pc -= d.pc, pr++;
+                while (pr >= band_pr) pr -= band_pr, g++;
             }
         }
         if (xu && next < d.work) /* the next item's pixels, into the band this one's arithmetic is not reading */
-            direct_convert<PT>(xs + (buf ^ 1) * band, raw + (buf ^ 1) * C * d.RW, xu, sl, d, wk, next, tid, nt);
+            direct_convert<PT>(xs + (buf ^ 1) * band, raw + (buf ^ 1) * C * d.RW, xu, sl, d, next, cw);
     }
 }
 
@@ -352,16 +455,22 @@ static direct_kernel_fn direct_kernel_for(int K, int PT, int MB) {
     }
 }
 
-/* The words of a channel's raw copy of RB rows of W pixels: from the word that holds the first byte. */
-static int direct_raw_words(long RB, int W) {
-    return (int)((RB * W + 6) / 4);
+/* The words of a channel's raw copy of RB rows of W pixels copied in chunks of A = 16 or 4 bytes (0: no copy), from
+ * the chunk that holds the first byte (up to A - 1 bytes in): those chunks, and past them the most that
+ * direct_convert's reads of a row's last quad (4 ceil(WS / 4) bytes from the row's first, and the word after) can
+ * reach; a whole number of chunks, so that each channel's copy starts A-byte aligned. */
+static int direct_raw_words(long RB, int W, int WS, int A) {
+    if (!A) return 0;
+    const long copied = (A - 1 + RB * W + A - 1) / A * A / 4;
+    const long read = (A - 1 + (RB - 1) * W + 4 * ((WS + 3) / 4 - 1)) / 4 + 2;
+    return (int)(((copied > read ? copied : read) + A / 4 - 1) / (A / 4) * (A / 4));
 }
 
-/* A block's shared memory for its bands of RB rows (the weights and the lut apart): two float bands, and for uint8
- * pixels two raw copies. */
-static size_t direct_band_bytes(int C, int W, int WS, long RB, int u8) {
-    const size_t band = (size_t)C * RB * WS * sizeof(float);
-    return 2 * band + (u8 ? 2 * (size_t)C * direct_raw_words(RB, W) * 4 : 0);
+/* A block's shared memory for its bands of RB rows (the weights, bias and lut apart): two float bands (rounded up to
+ * 16 bytes), and for uint8 pixels copied in chunks of A bytes two raw copies. */
+static size_t direct_band_bytes(int C, int W, int WS, long RB, int A) {
+    const size_t bands = ((size_t)2 * C * RB * WS + 3) / 4 * 4 * sizeof(float);
+    return bands + 2 * (size_t)C * direct_raw_words(RB, W, WS, A) * 4;
 }
 
 int nc_conv_direct_fuses(const nc_conv_epilogue *e, int K) {
@@ -399,21 +508,23 @@ int nc_conv_launch_fused(float *y, const float *x, const uint8_t *x_u8, const nc
     /* Every group's weights once per block where they take at most DIRECT_W_ALL_MAX and leave room for a band
      * (all the zoo's first layers; the second layers run on conv_directc.cu's kernel); else one group
      * at a time, restaged for every band. */
+    const int A = !x_u8 ? 0 : (uintptr_t)x_u8 % 16 == 0 ? 16 : (uintptr_t)x_u8 % 4 == 0 ? 4 : 0;
     const size_t w_all = (size_t)G * C * MB * KK4 * sizeof(float), lut_b = x_u8 ? 256 * sizeof(float) : 0;
+    const size_t bias_b = (size_t)(G * MB + 3) / 4 * 4 * sizeof(float);
     d.w_all = w_all <= DIRECT_W_ALL_MAX &&
-              w_all + lut_b + direct_band_bytes(C, W, WS, PT + K - 1, x_u8 != NULL) <= DIRECT_SMEM_MAX;
-    const size_t fixed = (d.w_all ? w_all : (size_t)C * MB * KK4 * sizeof(float)) + lut_b;
+              w_all + bias_b + lut_b + direct_band_bytes(C, W, WS, PT + K - 1, A) <= DIRECT_SMEM_MAX;
+    const size_t fixed = (d.w_all ? w_all : (size_t)C * MB * KK4 * sizeof(float)) + bias_b + lut_b;
     int device = 0, sms = 0, optin = 0;
     CUDA_RET(cudaGetDevice(&device));
     CUDA_RET(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     CUDA_RET(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     size_t cap = DIRECT_SMEM_MAX;
-    if (fixed + direct_band_bytes(C, W, WS, PT + K - 1, x_u8 != NULL) > cap && (size_t)optin > cap) cap = optin;
+    if (fixed + direct_band_bytes(C, W, WS, PT + K - 1, A) > cap && (size_t)optin > cap) cap = optin;
     /* As many patch rows per block as fit, then no more than the output has. */
     long band = 0, most = d.pr_total; /* the largest that fits, by bisection */
     while (band < most) {
         const long mid = (band + most + 1) / 2;
-        if (fixed + direct_band_bytes(C, W, WS, mid * PT + K - 1, x_u8 != NULL) <= cap)
+        if (fixed + direct_band_bytes(C, W, WS, mid * PT + K - 1, A) <= cap)
             band = mid;
         else
             most = mid - 1;
@@ -425,19 +536,24 @@ int nc_conv_launch_fused(float *y, const float *x, const uint8_t *x_u8, const nc
                        C, W, (int)(cap / 1024));
     d.band_pr = (int)band;
     d.bands = (d.pr_total + d.band_pr - 1) / d.band_pr;
-    d.RB = d.band_pr * PT + K - 1, d.WS = WS, d.RW = direct_raw_words(d.RB, W);
-    d.u8_async = x_u8 && (uintptr_t)x_u8 % 4 == 0;
+    d.RB = d.band_pr * PT + K - 1, d.WS = WS, d.WQ = (WS + 3) / 4, d.RW = direct_raw_words(d.RB, W, WS, A);
+    d.u8_align = A;
     d.pairs = e->pool == EPI_NONE && d.Wo % 2 == 0 && (uintptr_t)y % 8 == 0;
+    d.quads = W % 4 == 0 && WS % 4 == 0 && WS <= W && (uintptr_t)x % 16 == 0;
+    if ((long long)M * d.Yh * d.Yw > 0x7FFFFFFF)
+        return nc_fail(err, NC_ERR_ARG,
+                       "conv versions 5 and 6 (direct): an image's output of %d x %d x %d is too large", M, d.Yh, d.Yw);
     if ((long long)B * d.bands > 0x7FFFFFFF)
         return nc_fail(err, NC_ERR_ARG, "conv versions 5 and 6 (direct): %d images of %d bands is too many at once", B,
                        d.bands);
     d.work = B * d.bands;
     const int patches = d.band_pr * d.pc;
-    const size_t smem = fixed + direct_band_bytes(C, W, WS, d.RB, x_u8 != NULL);
+    const size_t smem = fixed + direct_band_bytes(C, W, WS, d.RB, A);
     const direct_kernel_fn fn = direct_kernel_for(K, PT, MB);
     if (smem > 48 * 1024)
         CUDA_RET(cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    int threads = (patches + 31) / 32 * 32;
+    const int units = d.w_all ? G * patches : patches; /* (group, patch) units of a band, or patches of a group */
+    int threads = (units + 31) / 32 * 32;
     if (threads > DIRECT_MAX_THREADS) threads = DIRECT_MAX_THREADS;
     /* As many blocks as are resident at once, each taking work items in turn: the weights are staged once a
      * block. */
