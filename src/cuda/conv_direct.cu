@@ -552,12 +552,16 @@ int nc_conv_launch_fused(float *y, const float *x, const uint8_t *x_u8, const nc
     const direct_kernel_fn fn = direct_kernel_for(K, PT, MB);
     if (smem > 48 * 1024)
         CUDA_RET(cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    /* Blocks of half the threads where four of them fit on an SM (as many warps as two whole ones, and a barrier
-     * holds up half as many: the zoo's smaller first layers 2-5% faster, H100, 2026-11-24); else whole ones, as a
-     * layer whose band takes most of the shared memory would lose half its warps. */
+    /* Pooled layers: blocks of half the threads where four of them fit on an SM (as many warps as two whole ones,
+     * and a barrier holds up half as many: the zoo's first layers fused 2-6% faster, H100, 2026-11-24); else whole
+     * ones, as a layer whose band takes most of the shared memory would lose half its warps. Unpooled layers, which
+     * store four times as much, keep whole blocks: with half ones three of the zoo's first layers alone were 4-14%
+     * slower, two 2% faster (the same day; not explained). */
     int per_sm = 0, most_threads = DIRECT_MAX_THREADS;
-    CUDA_RET(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, DIRECT_MAX_THREADS / 2, smem));
-    if (per_sm >= 4) most_threads = DIRECT_MAX_THREADS / 2;
+    if (e->pool != EPI_NONE) {
+        CUDA_RET(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, DIRECT_MAX_THREADS / 2, smem));
+        if (per_sm >= 4) most_threads = DIRECT_MAX_THREADS / 2;
+    }
     const int units = d.w_all ? G * patches : patches; /* (group, patch) units of a band, or patches of a group */
     int threads = (units + 31) / 32 * 32;
     if (threads > most_threads) threads = most_threads;
