@@ -91,10 +91,10 @@ static void test_case(int B, int C, int H, int W, int M, int K, int with_bias) {
 }
 
 /* Version 6's fused path on one shape: act is NC_TANH, NC_RELU, NC_SIGMOID or -1; pool NC_MAXPOOL, NC_AVGPOOL
- * or -1 with P = S; u8: the input as uint8 pixels through a scaling table (raw or /255), 4-byte aligned (1) or 1 to 3
- * bytes past an aligned address (2: conv_direct.cu reads them as it converts them, instead of copying them ahead by
- * cp.async); else floats, 16-byte aligned (0) or 1 to 3 floats past such an address (-1: conv_direct.cu copies them
- * by 4 bytes, not 16). */
+ * or -1 with P = S; u8: the input as uint8 pixels through a scaling table (raw or /255), 16-byte aligned (1), 4, 8
+ * or 12 bytes past such an address (3: conv_direct.cu copies them ahead by 4 bytes, not 16), or 1 to 3 bytes past it
+ * (2: it reads them as it converts them, instead of copying them ahead by cp.async); else floats, 16-byte aligned
+ * (0) or 1 to 3 floats past such an address (-1: conv_direct.cu copies them by 4 bytes, not 16). */
 static void test_fused_case(int B, int C, int H, int W, int M, int K, int with_bias, int act, int pool, int P, int u8) {
     const int Ho = H - K + 1, Wo = W - K + 1;
     const int Hp = pool < 0 ? Ho : (Ho - P) / P + 1, Wp = pool < 0 ? Wo : (Wo - P) / P + 1;
@@ -130,7 +130,7 @@ static void test_fused_case(int B, int C, int H, int W, int M, int K, int with_b
     dx = dx_alloc + x_at;
     CU(cudaMemcpy(dx, x, nx * sizeof(float), cudaMemcpyHostToDevice));
     float *db = dev_from(bias, M * sizeof(float)), *dy;
-    const int xu_at = u8 == 2 ? rand_int(1, 3) : 0;
+    const int xu_at = u8 == 2 ? rand_int(1, 3) : u8 == 3 ? 4 * rand_int(1, 3) : 0;
     uint8_t *dxu_alloc, *dxu;
     CU(cudaMalloc((void **)&dxu_alloc, nx + xu_at)); /* so that compute-sanitizer sees any read past the pixels */
     dxu = dxu_alloc + xu_at;
@@ -142,9 +142,10 @@ static void test_fused_case(int B, int C, int H, int W, int M, int K, int with_b
     char what[160];
     snprintf(what, sizeof what, "fused B%d C%d H%d W%d M%d K%d%s act %d pool %d/%d %s%s", B, C, H, W, M, K,
              with_bias ? " bias" : "", act, pool, P, u8 > 0 ? (unit ? "u8 unit" : "u8 raw") : "float",
-             xu_at  ? " (pixels not 4-byte aligned)"
-             : x_at ? " (not 16-byte aligned)"
-                    : "");
+             u8 == 2 ? " (pixels not 4-byte aligned)"
+             : xu_at ? " (pixels not 16-byte aligned)"
+             : x_at  ? " (not 16-byte aligned)"
+                     : "");
     CHECK(nc_conv_direct_fuses(&e, K));
     check_rc(nc_conv_launch_fused(dy, dx, u8 > 0 ? dxu : NULL, u8 > 0 ? &lut : NULL, dk, with_bias ? db : NULL, B, C, H,
                                   W, M, K, &e, stream, &err),
@@ -261,7 +262,7 @@ static void test_fused(void) {
     const int pools[3][2] = {{-1, 1}, {NC_MAXPOOL, 2}, {NC_AVGPOOL, 2}};
     for (int a = 0; a < 4; a++) {
         for (int p = 0; p < 3; p++) {
-            for (int u8 = -1; u8 < 3; u8++) {
+            for (int u8 = -1; u8 < 4; u8++) {
                 for (int several = 0; several < 2; several++) { /* C > 1 on float input: conv_directc.cu */
                     const int K = rand_int(3, 7), C = several ? rand_int(2, 6) : 1;
                     test_fused_case(rand_int(1, 4), C, rand_int(K + 1, K + 40), rand_int(K + 1, K + 40),
@@ -295,6 +296,7 @@ static void test_fused(void) {
      * aligned or not; and one of weights too large to stage every group's at once (one group at a time). */
     test_fused_case(700, 1, 86, 86, 4, 7, 1, NC_RELU, NC_MAXPOOL, 2, 1);
     test_fused_case(700, 1, 70, 70, 12, 5, 1, NC_TANH, NC_MAXPOOL, 2, 1);
+    test_fused_case(700, 1, 70, 70, 12, 5, 1, NC_TANH, NC_MAXPOOL, 2, 3);
     test_fused_case(700, 1, 72, 72, 12, 7, 1, NC_TANH, NC_MAXPOOL, 2, 1);
     test_fused_case(700, 1, 72, 72, 12, 7, 1, -1, -1, 1, 0);
     test_fused_case(700, 1, 64, 64, 6, 5, 1, -1, -1, 1, -1);
@@ -342,6 +344,7 @@ int main(void) {
         test_fused_case(1500, 1, 32, 32, 12, 5, 1, -1, -1, 1, 0);
         test_fused_case(1500, 1, 32, 32, 12, 5, 1, -1, -1, 1, -1);
         test_fused_case(400, 1, 86, 86, 4, 7, 1, NC_RELU, NC_MAXPOOL, 2, 1);
+        test_fused_case(400, 1, 70, 70, 12, 5, 1, NC_TANH, NC_MAXPOOL, 2, 3);
         test_fused_case(30, 1, 30, 30, 400, 7, 1, NC_TANH, NC_MAXPOOL, 2, 2);
         test_fused_case(2, 1, 421, 300, 6, 5, 1, NC_RELU, -1, 1, 1);
         test_fused_case(4000, 3, 12, 12, 5, 3, 1, NC_RELU, NC_MAXPOOL, 2, 0);
