@@ -557,17 +557,17 @@ int nc_conv_launch_fused(float *y, const float *x, const uint8_t *x_u8, const nc
      * ones, as a layer whose band takes most of the shared memory would lose half its warps. Unpooled layers, which
      * store four times as much, keep whole blocks: with half ones three of the zoo's first layers alone were 4-14%
      * slower, two 2% faster (the same day; not explained). */
-    int per_sm = 0, most_threads = DIRECT_MAX_THREADS;
-    if (e->pool != EPI_NONE) {
-        CUDA_RET(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, DIRECT_MAX_THREADS / 2, smem));
-        if (per_sm >= 4) most_threads = DIRECT_MAX_THREADS / 2;
-    }
     const int units = d.w_all ? G * patches : patches; /* (group, patch) units of a band, or patches of a group */
-    int threads = (units + 31) / 32 * 32;
-    if (threads > most_threads) threads = most_threads;
+    int threads = (units + 31) / 32 * 32, per_sm = 0;
+    if (threads > DIRECT_MAX_THREADS) threads = DIRECT_MAX_THREADS;
+    if (e->pool != EPI_NONE && threads > DIRECT_MAX_THREADS / 2) {
+        int half_sm = 0;
+        CUDA_RET(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&half_sm, fn, DIRECT_MAX_THREADS / 2, smem));
+        if (half_sm >= 4) threads = DIRECT_MAX_THREADS / 2, per_sm = half_sm;
+    }
     /* As many blocks as are resident at once, each taking work items in turn: the weights are staged once a
      * block. */
-    CUDA_RET(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, threads, smem));
+    if (!per_sm) CUDA_RET(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, threads, smem));
     const long resident = (long)sms * (per_sm > 0 ? per_sm : 1), blocks = resident < d.work ? resident : d.work;
     static const nc_conv_lut no_lut = {{0}};
     fn<<<(unsigned)blocks, threads, smem, stream>>>(y, x, x_u8, lut ? *lut : no_lut, k, bias, d);
