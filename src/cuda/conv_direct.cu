@@ -81,15 +81,15 @@ __device__ __forceinline__ direct_walk direct_walk_for(int n, int tid, int nt) {
     return {tid / n, tid % n, nt / n, nt % n};
 }
 
-/* Work item `item`: its image, its band's first row, and the image's rows in the band. */
+/* Work item `item`: its image, its band's first patch row and first input row, and the image's rows in the band. */
 struct direct_item {
     size_t b;
-    int h0, rows;
+    int pr0, h0, rows;
 };
 
 template <int PT> __device__ __forceinline__ direct_item direct_item_at(const direct_params &d, int item) {
-    const int b = d.bands == 1 ? item : item / d.bands, h0 = (item - b * d.bands) * d.band_pr * PT;
-    return {(size_t)b, h0, min(d.RB, d.H - h0)};
+    const int b = d.bands == 1 ? item : item / d.bands, pr0 = (item - b * d.bands) * d.band_pr, h0 = pr0 * PT;
+    return {(size_t)b, pr0, h0, min(d.RB, d.H - h0)};
 }
 
 /* Issues (does not wait for) the copies of work item `item`'s band, as one cp.async group, a channel at a time:
@@ -260,9 +260,9 @@ __global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PT, MB))
     }
     const int YY = d.Yh * d.Yw;
     for (int item = first, buf = 0; item < d.work; item += (int)gridDim.x, buf ^= 1) {
-        const int bi = d.bands == 1 ? item : item / d.bands, pr0 = (item - bi * d.bands) * d.band_pr;
-        const size_t b = (size_t)bi;
-        float *yb = y + b * d.M * YY; /* this image's output: offsets in it fit an int (the launcher checks) */
+        const direct_item it = direct_item_at<PT>(d, item);
+        const int pr0 = it.pr0;
+        float *yb = y + it.b * d.M * YY; /* this image's output: offsets in it fit an int (the launcher checks) */
         /* Float input: this thread's copies of this item have landed; uint8: those of the next item's pixels. */
         asm volatile("cp.async.wait_group 0;" ::: "memory");
         /* Everyone's have, this item's band is converted, and the last item is done with the other band and raw
