@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Side by side runs of variants of the exact direct kernels (versions 5 and 6: src/cuda/conv_direct.cu and
+# src/cuda/conv_directc.cu), host half: builds the harness and one library a variant into a bundle that bench/ab/run.sh
+# runs on a GPU machine.
+#   tools/make_bundle.sh build-shared .c2               (the bundle: the library and binaries of a shared build)
+#   bench/ab/build.sh build-shared .c2 base=src/cuda v1=/tmp/v1 ...
+# NAME=DIR compiles DIR/conv_direct.cu and DIR/conv_directc.cu (the tree's, from src/cuda, for a file DIR lacks) alone
+# into .c2/v/NAME.so.xz, which run.sh preloads over libnanoconv.so: its launchers take the calls, the rest of the
+# library stays. The harness, bench/ab/conv_one.c, goes to .c2/conv_one.
+set -eu
+BUILD=$1 D=$2
+shift 2
+NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+ARCH=${ARCH:-sm_90}
+[ -f "$BUILD/libnanoconv.so" ] || {
+    echo "bench/ab/build.sh: $BUILD/libnanoconv.so not found (a -DBUILD_SHARED_LIBS=ON build)" >&2
+    exit 1
+}
+[ -d "$D" ] || {
+    echo "bench/ab/build.sh: no bundle at $D (tools/make_bundle.sh $BUILD $D)" >&2
+    exit 1
+}
+"$NVCC" -O2 -o "$D/conv_one" bench/ab/conv_one.c -I src -I include -L "$BUILD" -lnanoconv -lcudart
+mkdir -p "$D/v"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for nv in "$@"; do
+    name=${nv%%=*} dir=${nv#*=}
+    srcs=
+    for f in conv_direct.cu conv_directc.cu; do
+        if [ -f "$dir/$f" ]; then srcs="$srcs $dir/$f"; else srcs="$srcs src/cuda/$f"; fi
+    done
+    # -I "$dir" first, so that a variant may carry its own headers too.
+    "$NVCC" -O3 -std=c++17 -arch="$ARCH" -lineinfo -shared -cudart shared -Xcompiler=-fPIC -I "$dir" -I src -I include \
+        -o "$tmp/$name.so" $srcs
+    strip -o "$D/v/$name.so" "$tmp/$name.so"
+    rm -f "$D/v/$name.so.xz"
+    xz -9e "$D/v/$name.so"
+    echo "$name: $srcs -> $D/v/$name.so.xz"
+done

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Side by side runs of the direct kernels' variants, GPU half: every layer under the library as built ("none") and
+# under each variant of bench/ab/build.sh (its library preloaded), at B = 10000, the median of REPS runs after one,
+# two rounds in opposite orders so that a drift in the clocks shows; then a table of the means and each variant's
+# speed-up over the first, and DIFF where the output bits differ among variants (different sums, or a bug).
+#   bash bench/ab/run.sh .c2              (on the GPU machine, from the tree's root; the table also in $OUT/ab.log)
+# VARIANTS ("none" and every .c2/v/*.so.xz by default), LAYERS ("C H W M K POOL ACT U8|...": conv_one's arguments;
+# the zoo's second layers fused and alone, and its first layers alone, by default), REPS (20). MEMSET=1 adds a row
+# a layer timing a cudaMemsetAsync of its output; NCU=1 profiles the library's kernel on the first layers of
+# NCU_LAYERS (ncu --set full; bench/ncu_summary.py's digest in $OUT/ncu.log).
+set -u
+D=${1:-.c2}
+OUT=${OUT:-/tmp/nc-ab}
+mkdir -p "$OUT"
+. tools/bundle.sh
+nc_unpack_bundle "$D" >/dev/null
+V=/tmp/nc-ab-v
+mkdir -p $V
+for f in "$D"/v/*.so.xz; do [ -f "$f" ] && nc_unxz "$f" "$V/$(basename "$f" .xz)"; done
+VARIANTS=${VARIANTS:-none $(for f in "$D"/v/*.so.xz; do [ -f "$f" ] && basename "$f" .so.xz; done | tr '\n' ' ')}
+LAYERS=${LAYERS:-"12 33 33 24 7 2 0 0|12 33 33 24 7 0 -1 0|12 33 33 24 5 2 0 0|12 33 33 24 5 0 -1 0|6 30 30 16 5 0 -1 0|6 22 22 16 5 2 0 0|6 22 22 16 5 0 -1 0|4 40 40 16 7 4 1 0|4 40 40 16 7 0 -1 0|1 28 28 50 5 0 -1 0|1 72 72 12 7 0 -1 0|1 70 70 12 5 0 -1 0|1 86 86 4 7 0 -1 0|1 64 64 6 5 0 -1 0|1 48 48 6 5 0 -1 0"}
+REPS=${REPS:-20}
+IFS='|' read -r -a LS <<<"$LAYERS"
+LOG=$OUT/ab.log
+{
+    date -u
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw --format=csv,noheader
+} >"$LOG"
+for round in 1 2; do
+    list=$VARIANTS
+    [ $round = 2 ] && list=$(echo $VARIANTS | tr ' ' '\n' | tac | tr '\n' ' ')
+    for v in $list; do
+        P=
+        [ "$v" = none ] || P=$V/$v.so
+        for l in "${LS[@]}"; do
+            echo "$v $(LD_PRELOAD=$P $BIN/conv_one $l 10000 $REPS 2>&1)" >>"$LOG"
+        done
+    done
+done
+if [ "${MEMSET:-0}" = 1 ]; then
+    for l in "${LS[@]}"; do echo "memset $(NC_AB_MEMSET=1 $BIN/conv_one $l 10000 $REPS 2>&1)" >>"$LOG"; done
+fi
+python3 - "$LOG" <<'PY' | tee -a "$LOG"
+import collections, sys
+t, h, order, layers = collections.defaultdict(list), collections.defaultdict(set), [], []
+for line in open(sys.argv[1]):
+    p = line.split()
+    if "ms" not in p or "hash" not in p:
+        continue
+    v, layer = p[0], " ".join(p[1:7])
+    t[(v, layer)].append(float(p[p.index("ms") - 1]))
+    if v != "memset":
+        h[layer].add(p[-1])
+    if v not in order:
+        order.append(v)
+    if layer not in layers:
+        layers.append(layer)
+print("%-30s" % "layer (ms, x: speed-up)" + "".join("%17s" % v for v in order))
+for l in layers:
+    means = [sum(t[(v, l)]) / len(t[(v, l)]) if t[(v, l)] else None for v in order]
+    base = means[0]
+    print("%-30s" % l + "".join("%9.4f x%6.3f" % (m, base / m) if m else "%17s" % "-" for m in means)
+          + ("  DIFF" if len(h[l]) > 1 else ""))
+PY
+[ "${NCU:-0}" = 1 ] || exit 0
+IFS='|' read -r -a NL <<<"${NCU_LAYERS:-1 70 70 12 5 0 -1 0|12 33 33 24 5 0 -1 0}"
+for l in "${NL[@]}"; do
+    n=$(echo $l | tr ' ' _)
+    timeout 150 ncu --set full -k regex:conv_direct --launch-skip 1 --launch-count 1 -o /tmp/nc-ab-$n \
+        $BIN/conv_one $l 10000 2 >/dev/null 2>&1
+    ncu -i /tmp/nc-ab-$n.ncu-rep --page source --csv --print-source sass >/tmp/nc-ab-$n.csv 2>/dev/null
+    echo "## $l" >>"$OUT/ncu.log"
+    python3 bench/ncu_summary.py /tmp/nc-ab-$n.csv 12 >>"$OUT/ncu.log" 2>&1
+    ncu -i /tmp/nc-ab-$n.ncu-rep --page details 2>/dev/null | grep -E "^ +(Duration|Issue Slots Busy|Registers Per|Achieved Occ|DRAM Throughput|No Eligible|Active Warps Per|Eligible Warps)" >>"$OUT/ncu.log"
+done
