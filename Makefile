@@ -42,7 +42,7 @@ test-gpu: build
 	cd $(BUILD) && ctest --output-on-failure -L gpu
 
 format:
-	clang-format -i include/*.h src/*/*.[ch] src/*/*.cu cli/*.[ch] tests/*.h tests/*/*.c
+	clang-format -i include/*.h src/*/*.[ch] src/*/*.cu cli/*.[ch] tests/*.h tests/*/*.c bench/ab/*.c
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -6,7 +6,7 @@
 #   bench/ab/build.sh build-shared .c2 base=src/cuda v1=/tmp/v1 ...
 # NAME=DIR compiles DIR/conv_direct.cu and DIR/conv_directc.cu (the tree's, from src/cuda, for a file DIR lacks) alone
 # into .c2/v/NAME.so.xz, which run.sh preloads over libnanoconv.so: its launchers take the calls, the rest of the
-# library stays. The harness, bench/ab/conv_one.c, goes to .c2/conv_one.
+# library stays. The harness, bench/ab/conv_one.c (the build's conv_one target), goes to .c2/conv_one.
 set -eu
 BUILD=$1 D=$2
 shift 2
@@ -20,7 +20,11 @@ ARCH=${ARCH:-sm_90}
     echo "bench/ab/build.sh: no bundle at $D (tools/make_bundle.sh $BUILD $D)" >&2
     exit 1
 }
-"$NVCC" -O2 -o "$D/conv_one" bench/ab/conv_one.c -I src -I include -L "$BUILD" -lnanoconv -lcudart
+[ -x "$BUILD/conv_one" ] || {
+    echo "bench/ab/build.sh: $BUILD/conv_one not found (a build with CUDA: cmake --build $BUILD --target conv_one)" >&2
+    exit 1
+}
+strip -o "$D/conv_one" "$BUILD/conv_one"
 mkdir -p "$D/v"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -6,7 +6,8 @@
  *     POOL 0 (none), 2 or 4 (max pooling, P = S); ACT -1 (none), 0 (tanh), 1 (relu); U8 1: uint8 pixels through a
  *     /255 lut (one channel, as a network's first layer runs), 0: float input
  *   NC_AB_MEMSET=1 conv_one ...   times cudaMemsetAsync of the layer's output instead: what writing it alone costs
- * Built by bench/ab/build.sh. Inputs, weights and bias are fixed pseudo-random numbers, the same in every run. */
+ * Built as the conv_one target of a build with CUDA. Inputs, weights and bias are fixed pseudo-random numbers, the
+ * same in every run. */
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
