@@ -6,6 +6,7 @@
  *     POOL 0 (none), 2 or 4 (max pooling, P = S); ACT -1 (none), 0 (tanh), 1 (relu); U8 1: uint8 pixels through a
  *     /255 lut (one channel, as a network's first layer runs), 0: float input
  *   NC_AB_MEMSET=1 conv_one ...   times cudaMemsetAsync of the layer's output instead: what writing it alone costs
+ *   NC_AB_ROWS=1 conv_one ...     through nc_conv_launch_fused_rows: unpooled, version 13's rows of four a thread
  * Built as the conv_one target of a build with CUDA. Inputs, weights and bias are fixed pseudo-random numbers, the
  * same in every run. */
 #include <cuda_runtime.h>
@@ -75,7 +76,7 @@ int main(int argc, char **argv) {
     CK(cudaMemcpy(db, hb, M * sizeof(float), cudaMemcpyHostToDevice));
     const int act_kind = act == 0 ? NC_TANH : act == 1 ? NC_RELU : -1, pool_kind = pool ? NC_MAXPOOL : -1;
     const nc_conv_epilogue e = {act_kind, pool_kind, pool ? pool : 1, pool ? pool : 1};
-    const int memset_only = getenv("NC_AB_MEMSET") != NULL;
+    const int memset_only = getenv("NC_AB_MEMSET") != NULL, rows = getenv("NC_AB_ROWS") != NULL;
     nc_error err = {0};
     cudaEvent_t a, b;
     CK(cudaEventCreate(&a));
@@ -84,7 +85,8 @@ int main(int argc, char **argv) {
         CK(cudaEventRecord(a, 0));
         if (memset_only) {
             CK(cudaMemsetAsync(dy, r & 1, ny * sizeof(float), 0));
-        } else if (nc_conv_launch_fused(dy, dxf, dx, u8 ? &lut : NULL, dk, db, B, C, H, W, M, K, &e, 0, &err)) {
+        } else if ((rows ? nc_conv_launch_fused_rows : nc_conv_launch_fused)(dy, dxf, dx, u8 ? &lut : NULL, dk, db, B,
+                                                                             C, H, W, M, K, &e, 0, &err)) {
             fprintf(stderr, "conv_one: %s\n", err.msg);
             return 1;
         }

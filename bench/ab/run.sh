@@ -4,7 +4,8 @@
 # two rounds in opposite orders so that a drift in the clocks shows; then a table of the means and each variant's
 # speed-up over the first, and DIFF where the output bits differ among variants (different sums, or a bug).
 #   bash bench/ab/run.sh .c2              (on the GPU machine, from the tree's root; the table also in $OUT/ab.log)
-# VARIANTS ("none" and every .c2/v/*.so.xz by default), LAYERS ("C H W M K POOL ACT U8|...": conv_one's arguments;
+# VARIANTS ("none" and every .c2/v/*.so.xz by default; NAME=VALUE runs the library as built with it in conv_one's
+# environment, as NC_AB_ROWS=1), LAYERS ("C H W M K POOL ACT U8|...": conv_one's arguments;
 # the zoo's second layers fused and alone, and its first layers alone, by default), REPS (20). MEMSET=1 adds a row
 # a layer timing a cudaMemsetAsync of its output; NCU=1 profiles the library's kernel on the first layers of
 # NCU_LAYERS (ncu --set full; bench/ncu_summary.py's digest in $OUT/ncu.log).
@@ -30,10 +31,14 @@ for round in 1 2; do
     list=$VARIANTS
     [ $round = 2 ] && list=$(echo $VARIANTS | tr ' ' '\n' | tac | tr '\n' ' ')
     for v in $list; do
-        P=
-        [ "$v" = none ] || P=$V/$v.so
+        P= E=
+        case $v in
+        none) ;;
+        *=*) E=$v ;; # NAME=VALUE: the library as built, with that in conv_one's environment (NC_AB_ROWS=1)
+        *) P=$V/$v.so ;;
+        esac
         for l in "${LS[@]}"; do
-            echo "$v $(LD_PRELOAD=$P $BIN/conv_one $l 10000 $REPS 2>&1)" >>"$LOG"
+            echo "$v $(env $E LD_PRELOAD=$P $BIN/conv_one $l 10000 $REPS 2>&1)" >>"$LOG"
         done
     done
 done

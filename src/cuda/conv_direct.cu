@@ -1,8 +1,9 @@
 /*
- * Register-tiled direct convolution with K known at compile time: versions 5 and 6.
+ * Register-tiled direct convolution with K known at compile time: versions 5, 6 and 13.
  *
  *   5  direct: each thread computes a PT x PT patch of the output for MB output channels at once, from a
- *      (PT+K-1)^2 window of the input held in registers; K, PT and MB are template parameters, so every loop
+ *      (PT+K-1)^2 window of the input held in registers; K, PT (the kernel's PH = PW) and MB are template
+ *      parameters, so every loop
  *      over the window and the weights unrolls and every register array is indexed by constants; pointers are
  *      __restrict__. A block takes bands of rows of one image (every input channel) in turn, with the
  *      weights (padded to float4 rows) in shared memory: each input pixel comes from global memory once per block
@@ -15,6 +16,17 @@
  *      (where 4-byte aligned; else read as they are converted) and turned into floats through the model's
  *      scaling table after the previous band's arithmetic. Asked for a convolution alone it is version 5.
  *      nanoconv eval --model M --backend cuda --conv-kernel 6     (Op Time's note: "fused tanh+maxpool")
+ *  13  direct-rows: version 5 with each thread's patch a row of four outputs (PH = 1, PW = 4: a (K, K + 3)
+ *      window) instead of 2 x 2, stored as one 16-byte word a channel where y's planes are 16-byte aligned (on rows
+ *      of Wo = 2 mod 4, odd rows' fours start two columns to the left, and a row's first or last two outputs go as
+ *      8 bytes), so that a warp's stores are whole runs of y. The 2 x 2 patches' two float2 rows a channel wrote
+ *      2019 fall's first layer alone at half a memset's rate: its stores alone (the sums cut to one tap) took 1.28
+ *      ms, a memset of its output 0.65, the same stores laid out as 16 bytes a lane in lane order 0.90 (H100,
+ *      2026-11-25, bench/results/gpu-2026-11-25-h100-s19-ab.log). Rows of four took that layer from 1.35 to 0.99
+ *      ms and 2018 spring's from 0.47 to 0.44, but 2017's from 0.48 to 0.53 and 2018 fall's from 1.41 to 1.53: a
+ *      version of its own, which the default takes where it is faster. The convolution alone: the network's
+ *      pooled layers are version 6's.
+ *      nanoconv eval --model M --backend cuda --conv-kernel 13
  * Layers of several channels on float input go to conv_directc.cu's kernel where it takes them (the zoo's second
  * layers: it is 1.2 to 1.4 times as fast there); this one keeps one-channel layers, uint8 pixels and the rest.
  *
@@ -49,7 +61,7 @@
 /* The blocks an SM each kernel must allow (__launch_bounds__), which sets ptxas's register budget: with none it
  * held kernels of 4 or 6 channels a thread to 80 registers and spilled up to 32 bytes; one block lets them take
  * 93 to 114 and spill nothing, and two keep those of 10 channels at 128 registers, without spills either. */
-#define DIRECT_MIN_BLOCKS(PT, MB) ((PT) == 2 && (MB) == 10 ? 2 : 1)
+#define DIRECT_MIN_BLOCKS(PH, PW, MB) ((PH) * (PW) == 4 && (MB) == 10 ? 2 : 1)
 
 enum { EPI_NONE = -1 };
 
@@ -62,13 +74,16 @@ struct direct_params {
     int act, pool;    /* nc_layer_kind or EPI_NONE */
     int bands, work;  /* bands per image; work items (image, band) = B * bands */
     int w_all;        /* every group's weights staged once per block (else one group at a time) */
-    int RB, WS;       /* a staged band: rows, and the row stride (band_pr PT + K - 1, pc PT + K - 1) */
+    int RB, WS;       /* a staged band: rows, and the row stride (band_pr PH + K - 1, pc PW + K - 1) */
     int WQ;           /* quads (4 floats) a staged row: ceil(WS / 4) */
     int RW;       /* uint8 input: 4-byte words of a channel's raw copy (its band's bytes from the word of the first) */
     int u8_align; /* uint8 input 16- or 4-byte aligned: copied by cp.async in chunks of that many bytes (else 0: read
                      at conversion) */
-    int pairs;    /* unpooled, Wo even and y 8-byte aligned: two adjacent outputs are one float2 store */
-    int quads;    /* float input: W and WS multiples of 4 and x 16-byte aligned: copied by 16-byte cp.async */
+    int pairs;    /* unpooled 2 x 2 patches, Wo even and y 8-byte aligned: two adjacent outputs are one float2 store */
+    int quad_out; /* unpooled rows of four, Ho Wo even and a multiple of 4, y 16-byte aligned: a thread's four outputs
+                     are one 16-byte store (1: Wo a multiple of 4; 2: Wo = 2 mod 4, odd rows' fours two columns to the
+                     left) */
+    int cw;       /* float input: 4, 2 or 1 floats a cp.async (W and WS multiples of cw, x 4 cw-byte aligned) */
 };
 
 /* A thread's walk over a band's rows of n elements or quads, i = tid, tid + nt, ...: its first row and column, and
@@ -87,21 +102,29 @@ struct direct_item {
     int pr0, h0, rows;
 };
 
-template <int PT> __device__ __forceinline__ direct_item direct_item_at(const direct_params &d, int item) {
-    const int b = d.bands == 1 ? item : item / d.bands, pr0 = (item - b * d.bands) * d.band_pr, h0 = pr0 * PT;
+template <int PH> __device__ __forceinline__ direct_item direct_item_at(const direct_params &d, int item) {
+    const int b = d.bands == 1 ? item : item / d.bands, pr0 = (item - b * d.bands) * d.band_pr, h0 = pr0 * PH;
     return {(size_t)b, pr0, h0, min(d.RB, d.H - h0)};
 }
 
+/* The first output column of patch (pr, pc) of the image, computed where it is used rather than held across the
+ * arithmetic. A row of four on an odd row starts two columns to the left where Wo = 2 mod 4 (d.quad_out 2), so that
+ * its outputs are an aligned 16 bytes of y; a row's first four are then columns -2..1, whose window starts with the
+ * staged row before's last two floats (in the band: bands start at even rows), and those two are not stored. */
+template <int PH, int PW> __device__ __forceinline__ int direct_col(const direct_params &d, int pr, int pc) {
+    return pc * PW - (PH == 1 && d.quad_out == 2 && (pr & 1) ? 2 : 0);
+}
+
 /* Issues (does not wait for) the copies of work item `item`'s band, as one cp.async group, a channel at a time:
- * float input straight into xs (C, RB, WS), zeros past the image, by 16 bytes where d.quads allows (else 4); uint8
+ * float input straight into xs (C, RB, WS), zeros past the image, by 4 d.cw bytes (16, 8 or 4); uint8
  * pixels (d.u8_align = 16 or 4: the pixels' alignment) into raw (C, RW words), each channel's band rows from the
  * 16- or 4-byte chunk that holds their first byte, zeros past them (a last partial chunk by plain loads and stores,
  * which the barrier before its conversion makes visible). Unaligned pixels are read when converted. */
-template <int PT>
+template <int PH>
 __device__ __forceinline__ void direct_fetch(float *xs, uint32_t *raw, const float *__restrict__ x,
                                              const uint8_t *__restrict__ xu, const direct_params &d, int item,
                                              const direct_walk &fw, int tid, int nt) {
-    const direct_item it = direct_item_at<PT>(d, item);
+    const direct_item it = direct_item_at<PH>(d, item);
     const size_t b = it.b;
     const int h0 = it.h0, rows = it.rows;
     for (int c = 0; c < d.C; c++) {
@@ -135,11 +158,14 @@ __device__ __forceinline__ void direct_fetch(float *xs, uint32_t *raw, const flo
         } else {
             const float *xg = x + start;
             float *xc = xs + c * d.RB * d.WS;
-            const int n = d.quads ? d.WQ : d.WS; /* copies a row (fw walks them) */
+            const int n = d.WS / d.cw; /* copies a row (fw walks them) */
             for (int r = fw.r, s = fw.s; r < d.RB;) {
-                if (d.quads) { /* W a multiple of 4 and WS <= W: a quad is in the image or its row is past it */
-                    const bool in = r < rows;
+                if (d.cw == 4) { /* W and WS multiples of 4: a quad is in the image or past it */
+                    const bool in = r < rows && 4 * s < d.W;
                     nc_cp_async16(xc + r * d.WS + 4 * s, in ? xg + r * d.W + 4 * s : x, in ? 16 : 0);
+                } else if (d.cw == 2) { /* the same by pairs */
+                    const bool in = r < rows && 2 * s < d.W;
+                    nc_cp_async8(xc + r * d.WS + 2 * s, in ? xg + r * d.W + 2 * s : x, in ? 8 : 0);
                 } else {
                     const bool in = r < rows && s < d.W;
                     nc_cp_async4(xc + r * d.WS + s, in ? xg + r * d.W + s : x, in ? 4 : 0);
@@ -155,11 +181,11 @@ __device__ __forceinline__ void direct_fetch(float *xs, uint32_t *raw, const flo
 /* uint8 input: item `item`'s band into xs (C, RB, WS) as floats through the lut sl, zeros past the image, four
  * pixels of a row at a time: from raw (direct_fetch's copy; two words and a funnel shift, which is why a channel's
  * raw copy has words to spare past its last pixel) or, unaligned, from global memory. */
-template <int PT>
+template <int PH>
 __device__ __forceinline__ void direct_convert(float *xs, const uint32_t *raw, const uint8_t *__restrict__ xu,
                                                const float *sl, const direct_params &d, int item,
                                                const direct_walk &cw) {
-    const direct_item it = direct_item_at<PT>(d, item);
+    const direct_item it = direct_item_at<PH>(d, item);
     const size_t b = it.b;
     const int h0 = it.h0, rows = it.rows;
     for (int c = 0; c < d.C; c++) {
@@ -214,12 +240,13 @@ __device__ __forceinline__ void direct_convert(float *xs, const uint32_t *raw, c
  *   raw (2, C, RW)      uint8 input: the pixels of the next two items as copied (4-byte words)
  *   lut (256)           uint8 input only (xu not NULL; a run-time choice, as it costs only the staging)
  * Each of them starts 16-byte aligned. */
-template <int K, int PT, int MB>
-__global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PT, MB))
+template <int K, int PH, int PW, int MB>
+__global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PH, PW, MB))
     conv_direct_kernel(float *__restrict__ y, const float *__restrict__ x, const uint8_t *__restrict__ xu,
                        const nc_conv_lut lut, const float *__restrict__ k, const float *__restrict__ bias,
                        const direct_params d) {
-    constexpr int KK = K * K, KK4 = (KK + 3) / 4 * 4, WN = PT + K - 1;
+    constexpr int KK = K * K, KK4 = (KK + 3) / 4 * 4, WH = PH + K - 1, WW = PW + K - 1;
+    static_assert(PH == PW || (PH == 1 && PW == 4), "pooling windows, or an unpooled row of four");
     extern __shared__ __align__(16) float smem[];
     const int C = d.C, RB = d.RB, WS = d.WS, band = C * RB * WS;
     const int G = (d.M + MB - 1) / MB;
@@ -230,7 +257,7 @@ __global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PT, MB))
     float *sl = reinterpret_cast<float *>(raw + (xu ? 2 * C * d.RW : 0));      // (256), uint8 input only
     const int tid = (int)threadIdx.x, nt = (int)blockDim.x;
     /* The walks over a band's quads (conversion), its copies (float input), and its patches (rows, columns). */
-    const direct_walk cw = direct_walk_for(d.WQ, tid, nt), fw = direct_walk_for(d.quads ? d.WQ : d.WS, tid, nt);
+    const direct_walk cw = direct_walk_for(d.WQ, tid, nt), fw = direct_walk_for(d.WS / d.cw, tid, nt);
     const direct_walk pw = direct_walk_for(d.pc, tid, nt);
 
     if (xu)
@@ -247,20 +274,20 @@ __global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PT, MB))
     /* uint8 input runs one item further ahead: the next item's pixels are converted after this one's arithmetic,
      * so that an item costs one barrier whatever the input. */
     const int first = (int)blockIdx.x, second = first + (int)gridDim.x;
-    if (first < d.work) direct_fetch<PT>(xs, raw, x, xu, d, first, fw, tid, nt);
+    if (first < d.work) direct_fetch<PH>(xs, raw, x, xu, d, first, fw, tid, nt);
     if (xu && first < d.work) {
         if (second < d.work) {
-            direct_fetch<PT>(xs, raw + C * d.RW, x, xu, d, second, fw, tid, nt);
+            direct_fetch<PH>(xs, raw + C * d.RW, x, xu, d, second, fw, tid, nt);
             asm volatile("cp.async.wait_group 1;" ::: "memory"); /* the first item's pixels have landed */
         } else {
             asm volatile("cp.async.wait_group 0;" ::: "memory");
         }
         __syncthreads();
-        direct_convert<PT>(xs, raw, xu, sl, d, first, cw);
+        direct_convert<PH>(xs, raw, xu, sl, d, first, cw);
     }
     const int YY = d.Yh * d.Yw;
     for (int item = first, buf = 0; item < d.work; item += (int)gridDim.x, buf ^= 1) {
-        const direct_item it = direct_item_at<PT>(d, item);
+        const direct_item it = direct_item_at<PH>(d, item);
         const int pr0 = it.pr0;
         float *yb = y + it.b * d.M * YY; /* this image's output: offsets in it fit an int (the launcher checks) */
         /* Float input: this thread's copies of this item have landed; uint8: those of the next item's pixels. */
@@ -269,9 +296,9 @@ __global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PT, MB))
          * copy (and the lut and weights are written). */
         __syncthreads();
         const int next = item + (int)gridDim.x;
-        if (!xu && next < d.work) direct_fetch<PT>(xs + (buf ^ 1) * band, raw, x, xu, d, next, fw, tid, nt);
+        if (!xu && next < d.work) direct_fetch<PH>(xs + (buf ^ 1) * band, raw, x, xu, d, next, fw, tid, nt);
         if (xu && next + (int)gridDim.x < d.work)
-            direct_fetch<PT>(xs, raw + buf * C * d.RW, x, xu, d, next + (int)gridDim.x, fw, tid, nt);
+            direct_fetch<PH>(xs, raw + buf * C * d.RW, x, xu, d, next + (int)gridDim.x, fw, tid, nt);
         const float *xb = xs + buf * band;
         const int band_pr = min(d.band_pr, d.pr_total - pr0);
         /* With every group's weights at hand (w_all) the threads take (group, patch) units of all G groups in one
@@ -293,30 +320,30 @@ __global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PT, MB))
             while (g < g0 + span) {
                 const int m0 = g * MB;
                 const float *wg = ws + (d.w_all ? g : 0) * C * MB * KK4; /* this group's (C, MB, KK4) */
-                float acc[MB][PT][PT];
+                float acc[MB][PH][PW];
 #pragma unroll
                 for (int mi = 0; mi < MB; mi++)
 #pragma unroll
-                    for (int i = 0; i < PT; i++)
+                    for (int i = 0; i < PH; i++)
 #pragma unroll
-                        for (int j = 0; j < PT; j++) acc[mi][i][j] = 0.0f;
+                        for (int j = 0; j < PW; j++) acc[mi][i][j] = 0.0f;
                 int c = 0;
                 do { /* C >= 1: a do-while, so that ptxas zeroes the sums on one path only */
-                    const float *xw = xb + (c * RB + pr * PT) * WS + pc * PT; // the window's top left
-                    float win[WN][WN];
-                    if constexpr (WN % 2 == 0) { /* then WS and the offset are even too: the window by 8-byte loads */
+                    const float *xw = xb + (c * RB + pr * PH) * WS + direct_col<PH, PW>(d, pr0 + pr, pc); // top left
+                    float win[WH][WW];
+                    if constexpr (WW % 2 == 0) { /* then WS and the offset are even too: the window by 8-byte loads */
 #pragma unroll
-                        for (int r = 0; r < WN; r++)
+                        for (int r = 0; r < WH; r++)
 #pragma unroll
-                            for (int s = 0; s < WN; s += 2) {
+                            for (int s = 0; s < WW; s += 2) {
                                 const float2 v = *reinterpret_cast<const float2 *>(xw + r * WS + s);
                                 win[r][s] = v.x, win[r][s + 1] = v.y;
                             }
                     } else {
 #pragma unroll
-                        for (int r = 0; r < WN; r++)
+                        for (int r = 0; r < WH; r++)
 #pragma unroll
-                            for (int s = 0; s < WN; s++) win[r][s] = xw[r * WS + s];
+                            for (int s = 0; s < WW; s++) win[r][s] = xw[r * WS + s];
                     }
 #pragma unroll
                     for (int mi = 0; mi < MB; mi++) {
@@ -332,9 +359,9 @@ __global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PT, MB))
 #pragma unroll
                             for (int q = 0; q < K; q++)
 #pragma unroll
-                                for (int i = 0; i < PT; i++)
+                                for (int i = 0; i < PH; i++)
 #pragma unroll
-                                    for (int j = 0; j < PT; j++)
+                                    for (int j = 0; j < PW; j++)
                                         acc[mi][i][j] = fmaf(win[i + p][j + q], wv[p * K + q], acc[mi][i][j]);
                     }
                 } while (++c < C);
@@ -344,15 +371,15 @@ __global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PT, MB))
                 float bm[MB];
 #pragma unroll
                 for (int mi = 0; mi < MB; mi++) bm[mi] = bias ? bs[m0 + mi] : 0.0f;
-                if (d.pool == NC_MAXPOOL) {
+                if (d.pool == NC_MAXPOOL && PH == PW) {
                     float o[MB];
 #pragma unroll
                     for (int mi = 0; mi < MB; mi++) {
                         float v = acc[mi][0][0];
 #pragma unroll
-                        for (int i = 0; i < PT; i++)
+                        for (int i = 0; i < PH; i++)
 #pragma unroll
-                            for (int j = 0; j < PT; j++) v = fmaxf(v, acc[mi][i][j]);
+                            for (int j = 0; j < PW; j++) v = fmaxf(v, acc[mi][i][j]);
                         o[mi] = bias ? v + bm[mi] : v;
                     }
                     nc_act_n(d.act, o);
@@ -366,31 +393,49 @@ __global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PT, MB))
                             if (mi < nm) yo[mi * YY] = o[mi];
                     }
                 } else {
-                    float v[MB][PT][PT];
+                    float v[MB][PH][PW];
 #pragma unroll
                     for (int mi = 0; mi < MB; mi++)
 #pragma unroll
-                        for (int i = 0; i < PT; i++)
+                        for (int i = 0; i < PH; i++)
 #pragma unroll
-                            for (int j = 0; j < PT; j++) v[mi][i][j] = bias ? acc[mi][i][j] + bm[mi] : acc[mi][i][j];
-                    nc_act_n(d.act, reinterpret_cast<float(&)[MB * PT * PT]>(v));
-                    if (d.pool == NC_AVGPOOL) {
+                            for (int j = 0; j < PW; j++) v[mi][i][j] = bias ? acc[mi][i][j] + bm[mi] : acc[mi][i][j];
+                    nc_act_n(d.act, reinterpret_cast<float(&)[MB * PH * PW]>(v));
+                    if (d.pool == NC_AVGPOOL && PH == PW) {
                         float *yo = yb + m0 * YY + (pr0 + pr) * d.Yw + pc;
 #pragma unroll
                         for (int mi = 0; mi < MB; mi++) {
                             float s = 0.0f;
 #pragma unroll
-                            for (int i = 0; i < PT; i++)
+                            for (int i = 0; i < PH; i++)
 #pragma unroll
-                                for (int j = 0; j < PT; j++) s += v[mi][i][j];
-                            if (mi < nm) yo[mi * YY] = s / (float)(PT * PT);
+                                for (int j = 0; j < PW; j++) s += v[mi][i][j];
+                            if (mi < nm) yo[mi * YY] = s / (float)(PH * PW);
                         }
-                    } else {
-                        const int oh = (pr0 + pr) * PT, ow = pc * PT;
+                    } else { /* unpooled: the PH x PW outputs at (oh, ow) */
+                        const int oh = (pr0 + pr) * PH, ow = direct_col<PH, PW>(d, pr0 + pr, pc);
                         float *yo = yb + m0 * YY + oh * d.Wo + ow;
-                        if (PT == 2 && d.pairs) { /* 8 aligned bytes: a warp's stores fill whole 32-byte sectors */
+                        if (PH == 1 && d.quad_out) {
+                            /* A row of four: one 16-byte store a channel, so that a warp's lanes (consecutive fours of
+                             * a row, rows one after the other) write whole runs of y; where Wo = 2 mod 4 a row's first
+                             * or last four has two outputs in the row: 8 bytes. */
+                            const bool whole = ow >= 0 && ow + PW <= d.Wo;
+                            const int h = ow < 0 ? 2 : 0; /* else: the two in the row */
 #pragma unroll
-                            for (int i = 0; i < PT; i++)
+                            for (int mi = 0; mi < MB; mi++) {
+                                if (mi >= nm) continue;
+                                if (whole)
+                                    *reinterpret_cast<float4 *>(yo + mi * YY) =
+                                        make_float4(v[mi][0][0], v[mi][0][1], v[mi][0][2], v[mi][0][3]);
+                                else
+                                    *reinterpret_cast<float2 *>(yo + mi * YY + h) =
+                                        h ? make_float2(v[mi][0][2], v[mi][0][3])
+                                          : make_float2(v[mi][0][0], v[mi][0][1]);
+                            }
+                        } else if (PH == 2 && PW == 2 && d.pairs) {
+                            /* 8 aligned bytes: a warp's stores fill whole 32-byte sectors */
+#pragma unroll
+                            for (int i = 0; i < PH; i++)
                                 if (oh + i < d.Ho)
 #pragma unroll
                                     for (int mi = 0; mi < MB; mi++)
@@ -399,10 +444,10 @@ __global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PT, MB))
                                                 make_float2(v[mi][i][0], v[mi][i][1]);
                         } else {
 #pragma unroll
-                            for (int i = 0; i < PT; i++)
+                            for (int i = 0; i < PH; i++)
 #pragma unroll
-                                for (int j = 0; j < PT; j++)
-                                    if (oh + i < d.Ho && ow + j < d.Wo)
+                                for (int j = 0; j < PW; j++)
+                                    if (oh + i < d.Ho && ow + j < d.Wo) /* ow >= 0: no shift without d.quad_out */
 #pragma unroll
                                         for (int mi = 0; mi < MB; mi++)
                                             if (mi < nm) yo[mi * YY + i * d.Wo + j] = v[mi][i][j];
@@ -415,16 +460,16 @@ __global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PT, MB))
             }
         }
         if (xu && next < d.work) /* the next item's pixels, into the band this one's arithmetic is not reading */
-            direct_convert<PT>(xs + (buf ^ 1) * band, raw + (buf ^ 1) * C * d.RW, xu, sl, d, next, cw);
+            direct_convert<PH>(xs + (buf ^ 1) * band, raw + (buf ^ 1) * C * d.RW, xu, sl, d, next, cw);
     }
 }
 
 typedef void (*direct_kernel_fn)(float *, const float *, const uint8_t *, const nc_conv_lut, const float *,
                                  const float *, const direct_params);
 
-/* The channels per thread for M: the group size that pads M least, the larger on a tie. */
-static int direct_mb(int M, int PT) {
-    if (PT == 4) return 4;
+/* The channels per thread for M: the group size that pads M least, the larger on a tie (4 for 4 x 4 patches). */
+static int direct_mb(int M, int PH) {
+    if (PH == 4) return 4;
     static const int choices[] = {10, 6, 4};
     int best = 4, best_pad = 1 << 30;
     for (int i = 0; i < 3; i++) {
@@ -434,23 +479,29 @@ static int direct_mb(int M, int PT) {
     return best;
 }
 
-/* Instantiated for K = 3..7; PT = 2 with MB = 4, 6, 10; PT = 4 with MB = 4 (20 kernels). */
-template <int K> static direct_kernel_fn direct_pick(int PT, int MB) {
-    if (PT == 4) return conv_direct_kernel<K, 4, 4>;
+/* Instantiated for K = 3..7: 2 x 2 patches (pooling 2/2) and rows of four (unpooled) with MB = 4, 6, 10; 4 x 4
+ * patches (pooling 4/4) with MB = 4 (35 kernels). */
+template <int K> static direct_kernel_fn direct_pick(int PH, int MB) {
+    if (PH == 4) return conv_direct_kernel<K, 4, 4, 4>;
+    if (PH == 1) switch (MB) {
+        case 10: return conv_direct_kernel<K, 1, 4, 10>;
+        case 6: return conv_direct_kernel<K, 1, 4, 6>;
+        default: return conv_direct_kernel<K, 1, 4, 4>;
+        }
     switch (MB) {
-    case 10: return conv_direct_kernel<K, 2, 10>;
-    case 6: return conv_direct_kernel<K, 2, 6>;
-    default: return conv_direct_kernel<K, 2, 4>;
+    case 10: return conv_direct_kernel<K, 2, 2, 10>;
+    case 6: return conv_direct_kernel<K, 2, 2, 6>;
+    default: return conv_direct_kernel<K, 2, 2, 4>;
     }
 }
 
-static direct_kernel_fn direct_kernel_for(int K, int PT, int MB) {
+static direct_kernel_fn direct_kernel_for(int K, int PH, int MB) {
     switch (K) {
-    case 3: return direct_pick<3>(PT, MB);
-    case 4: return direct_pick<4>(PT, MB);
-    case 5: return direct_pick<5>(PT, MB);
-    case 6: return direct_pick<6>(PT, MB);
-    case 7: return direct_pick<7>(PT, MB);
+    case 3: return direct_pick<3>(PH, MB);
+    case 4: return direct_pick<4>(PH, MB);
+    case 5: return direct_pick<5>(PH, MB);
+    case 6: return direct_pick<6>(PH, MB);
+    case 7: return direct_pick<7>(PH, MB);
     default: return NULL;
     }
 }
@@ -480,12 +531,14 @@ int nc_conv_direct_fuses(const nc_conv_epilogue *e, int K) {
     return (e->pool == NC_MAXPOOL || e->pool == NC_AVGPOOL) && e->P == e->S && (e->P == 2 || e->P == 4);
 }
 
-int nc_conv_launch_fused(float *y, const float *x, const uint8_t *x_u8, const nc_conv_lut *lut, const float *k,
+/* Versions 5 and 6 (rows = 0) and 13 (rows = 1: unpooled outputs a row of four a thread; pooled layers and several
+ * channels as version 6): nc_conv_launch_fused's arguments and result. */
+static int direct_launch(float *y, const float *x, const uint8_t *x_u8, const nc_conv_lut *lut, const float *k,
                          const float *bias, int B, int C, int H, int W, int M, int K, const nc_conv_epilogue *e,
-                         cudaStream_t stream, nc_error *err) {
+                         int rows, cudaStream_t stream, nc_error *err) {
     if (!nc_conv_direct_fuses(e, K))
         return nc_fail(err, NC_ERR_ARG,
-                       "conv versions 5 and 6 (direct) take K = 3..7 and pooling with P = S = 2 or 4, not K = %d, "
+                       "conv versions 5, 6 and 13 (direct) take K = 3..7 and pooling with P = S = 2 or 4, not K = %d, "
                        "pool %d/%d (version 4 takes any K)",
                        K, e->P, e->S);
     if (!x_u8 && nc_conv_directc_takes(C, H, W, M, K, e)) /* several channels: conv_directc.cu */
@@ -494,17 +547,18 @@ int nc_conv_launch_fused(float *y, const float *x, const uint8_t *x_u8, const nc
     d.C = C, d.H = H, d.W = W, d.M = M;
     d.Ho = H - K + 1, d.Wo = W - K + 1;
     d.act = e->act, d.pool = e->pool;
-    const int PT = e->pool == EPI_NONE ? 2 : e->P;
+    /* A thread's patch: the P x P pooling window; unpooled 2 x 2 outputs, or a row of four (version 13). */
+    const int PH = e->pool != EPI_NONE ? e->P : rows ? 1 : 2, PW = e->pool != EPI_NONE ? e->P : rows ? 4 : 2;
     if (e->pool == EPI_NONE) {
-        d.pr_total = (d.Ho + PT - 1) / PT, d.pc = (d.Wo + PT - 1) / PT;
+        d.pr_total = (d.Ho + PH - 1) / PH, d.pc = (d.Wo + PW - 1) / PW;
         d.Yh = d.Ho, d.Yw = d.Wo;
     } else {
-        d.pr_total = (d.Ho - PT) / PT + 1, d.pc = (d.Wo - PT) / PT + 1;
+        d.pr_total = (d.Ho - PH) / PH + 1, d.pc = (d.Wo - PW) / PW + 1;
         d.Yh = d.pr_total, d.Yw = d.pc;
-        if (d.Ho < PT || d.Wo < PT) return NC_OK; /* nothing to pool */
+        if (d.Ho < PH || d.Wo < PW) return NC_OK; /* nothing to pool */
     }
-    const int MB = direct_mb(M, PT), KK4 = (K * K + 3) / 4 * 4;
-    const int WS = d.pc * PT + K - 1, G = (M + MB - 1) / MB;
+    const int MB = direct_mb(M, PH), KK4 = (K * K + 3) / 4 * 4;
+    const int WS = d.pc * PW + K - 1, G = (M + MB - 1) / MB;
     /* Every group's weights once per block where they take at most DIRECT_W_ALL_MAX and leave room for a band
      * (all the zoo's first layers; the second layers run on conv_directc.cu's kernel); else one group
      * at a time, restaged for every band. */
@@ -512,44 +566,59 @@ int nc_conv_launch_fused(float *y, const float *x, const uint8_t *x_u8, const nc
     const size_t w_all = (size_t)G * C * MB * KK4 * sizeof(float), lut_b = x_u8 ? 256 * sizeof(float) : 0;
     const size_t bias_b = (size_t)(G * MB + 3) / 4 * 4 * sizeof(float);
     d.w_all = w_all <= DIRECT_W_ALL_MAX &&
-              w_all + bias_b + lut_b + direct_band_bytes(C, W, WS, PT + K - 1, A) <= DIRECT_SMEM_MAX;
+              w_all + bias_b + lut_b + direct_band_bytes(C, W, WS, PH + K - 1, A) <= DIRECT_SMEM_MAX;
     const size_t fixed = (d.w_all ? w_all : (size_t)C * MB * KK4 * sizeof(float)) + bias_b + lut_b;
     int device = 0, sms = 0, optin = 0;
     CUDA_RET(cudaGetDevice(&device));
     CUDA_RET(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     CUDA_RET(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     size_t cap = DIRECT_SMEM_MAX;
-    if (fixed + direct_band_bytes(C, W, WS, PT + K - 1, A) > cap && (size_t)optin > cap) cap = optin;
+    if (fixed + direct_band_bytes(C, W, WS, PH + K - 1, A) > cap && (size_t)optin > cap) cap = optin;
     /* As many patch rows per block as fit, then no more than the output has. */
     long band = 0, most = d.pr_total; /* the largest that fits, by bisection */
     while (band < most) {
         const long mid = (band + most + 1) / 2;
-        if (fixed + direct_band_bytes(C, W, WS, mid * PT + K - 1, A) <= cap)
+        if (fixed + direct_band_bytes(C, W, WS, mid * PH + K - 1, A) <= cap)
             band = mid;
         else
             most = mid - 1;
     }
     if (band < 1)
         return nc_fail(err, NC_ERR_ARG,
-                       "conv versions 5 and 6 (direct): two bands of C = %d rows of %d pixels do not fit in %d KB "
+                       "conv versions 5, 6 and 13 (direct): two bands of C = %d rows of %d pixels do not fit in %d KB "
                        "of shared memory with the weights (version 4 takes it)",
                        C, W, (int)(cap / 1024));
+    d.quad_out = PH == 1 && e->pool == EPI_NONE && d.Wo % 2 == 0 && (long)d.Ho * d.Wo % 4 == 0 && (uintptr_t)y % 16 == 0
+                     ? (d.Wo % 4 == 0 ? 1 : 2)
+                     : 0;
+    /* Odd rows' fours shifted left read two floats before their window: bands of an even number of rows, so that a
+     * band's first row is even and those two floats are in the band (a band of one row: unshifted, 4-byte stores). */
+    if (d.quad_out == 2 && band < d.pr_total) {
+        if (band >= 2)
+            band &= ~1L;
+        else
+            d.quad_out = 0;
+    }
     d.band_pr = (int)band;
     d.bands = (d.pr_total + d.band_pr - 1) / d.band_pr;
-    d.RB = d.band_pr * PT + K - 1, d.WS = WS, d.WQ = (WS + 3) / 4, d.RW = direct_raw_words(d.RB, W, WS, A);
+    d.RB = d.band_pr * PH + K - 1, d.WS = WS, d.WQ = (WS + 3) / 4, d.RW = direct_raw_words(d.RB, W, WS, A);
     d.u8_align = A;
     d.pairs = e->pool == EPI_NONE && d.Wo % 2 == 0 && (uintptr_t)y % 8 == 0;
-    d.quads = W % 4 == 0 && WS % 4 == 0 && WS <= W && (uintptr_t)x % 16 == 0;
+    /* Float input copied by the widest cp.async that the row length, the staged stride and x's alignment allow. */
+    d.cw = 1;
+    for (int cw = 4; cw > 1 && d.cw == 1; cw /= 2)
+        if (W % cw == 0 && WS % cw == 0 && (uintptr_t)x % (4 * cw) == 0) d.cw = cw;
     if ((long long)M * d.Yh * d.Yw > 0x7FFFFFFF)
         return nc_fail(err, NC_ERR_ARG,
-                       "conv versions 5 and 6 (direct): an image's output of %d x %d x %d is too large", M, d.Yh, d.Yw);
+                       "conv versions 5, 6 and 13 (direct): an image's output of %d x %d x %d is too large", M, d.Yh,
+                       d.Yw);
     if ((long long)B * d.bands > 0x7FFFFFFF)
-        return nc_fail(err, NC_ERR_ARG, "conv versions 5 and 6 (direct): %d images of %d bands is too many at once", B,
-                       d.bands);
+        return nc_fail(err, NC_ERR_ARG, "conv versions 5, 6 and 13 (direct): %d images of %d bands is too many at once",
+                       B, d.bands);
     d.work = B * d.bands;
     const int patches = d.band_pr * d.pc;
     const size_t smem = fixed + direct_band_bytes(C, W, WS, d.RB, A);
-    const direct_kernel_fn fn = direct_kernel_for(K, PT, MB);
+    const direct_kernel_fn fn = direct_kernel_for(K, PH, MB);
     if (smem > 48 * 1024)
         CUDA_RET(cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     /* Pooled layers: blocks of half the threads where four of them fit on an SM (as many warps as two whole ones,
@@ -573,6 +642,23 @@ int nc_conv_launch_fused(float *y, const float *x, const uint8_t *x_u8, const nc
     fn<<<(unsigned)blocks, threads, smem, stream>>>(y, x, x_u8, lut ? *lut : no_lut, k, bias, d);
     CUDA_LAUNCHED();
     return NC_OK;
+}
+
+int nc_conv_launch_fused(float *y, const float *x, const uint8_t *x_u8, const nc_conv_lut *lut, const float *k,
+                         const float *bias, int B, int C, int H, int W, int M, int K, const nc_conv_epilogue *e,
+                         cudaStream_t stream, nc_error *err) {
+    return direct_launch(y, x, x_u8, lut, k, bias, B, C, H, W, M, K, e, 0, stream, err);
+}
+
+int nc_conv_launch_fused_rows(float *y, const float *x, const uint8_t *x_u8, const nc_conv_lut *lut, const float *k,
+                              const float *bias, int B, int C, int H, int W, int M, int K, const nc_conv_epilogue *e,
+                              cudaStream_t stream, nc_error *err) {
+    return direct_launch(y, x, x_u8, lut, k, bias, B, C, H, W, M, K, e, 1, stream, err);
+}
+
+int nc_conv_launch_direct_rows(NC_CONV_LAUNCHER_ARGS) {
+    const nc_conv_epilogue none = {EPI_NONE, EPI_NONE, 1, 1};
+    return direct_launch(y, x, NULL, NULL, k, bias, B, C, H, W, M, K, &none, 1, stream, err);
 }
 
 int nc_conv_launch_direct(NC_CONV_LAUNCHER_ARGS) {

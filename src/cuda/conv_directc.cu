@@ -362,7 +362,7 @@ int nc_conv_launch_directc(float *y, const float *x, const float *k, const float
     int P;
     if (!dc_shape(&d, &P, C, H, W, M, K, e))
         return nc_fail(err, NC_ERR_ARG,
-                       "conv versions 5 and 6 (direct, several channels) do not take C = %d, %dx%d, M = %d, K = %d "
+                       "conv versions 5, 6 and 13 (direct, several channels) do not take C = %d, %dx%d, M = %d, K = %d "
                        "(version 4 takes any)",
                        C, H, W, M, K);
     if (B <= 0 || d.Yh <= 0 || d.Yw <= 0) return NC_OK; /* nothing to compute, or nothing to pool */
@@ -402,8 +402,8 @@ int nc_conv_launch_directc(float *y, const float *x, const float *k, const float
     d.team_tiles = best_tiles;
     d.per_image = (d.tiles + best_tiles - 1) / best_tiles;
     if ((long long)B * d.per_image > 0x7FFFFFFF)
-        return nc_fail(err, NC_ERR_ARG, "conv versions 5 and 6 (direct): %d images of %d items is too many at once", B,
-                       d.per_image);
+        return nc_fail(err, NC_ERR_ARG, "conv versions 5, 6 and 13 (direct): %d images of %d items is too many at once",
+                       B, d.per_image);
     d.items = B * d.per_image;
     d.team_units = G * best_tiles;
     d.team_threads = (d.team_units + 31) / 32 * 32;

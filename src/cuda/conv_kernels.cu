@@ -20,6 +20,9 @@
  *      (conv_splitc.cu)
  *  12  splitc-atomic: the same, partial sums atomicAdd()ed into the output: fp32, not bitwise reproducible
  *      (conv_splitc.cu)
+ *  13  direct-rows: version 5 with each thread's outputs a row of four (2 x 2 in version 5), stored as one 16-byte
+ *      word a channel, so that a warp writes whole runs of y; the convolution alone (conv_direct.cu; several
+ *      channels of float input: conv_directc.cu, as version 5)
  *   Each file's header comment gives the command that runs its versions; conv_ladder.h declares them.
  *
  * Semantics (every version): y is (B, M, H-K+1, W-K+1), x is (B, C, H, W),
@@ -96,7 +99,7 @@ typedef struct {
 
 static const conv_version versions[] = {
     {"naive", "", NC_PRECISION_FP32, 1, conv_launch1, (const void *)conv_forward_kernel1},
-    /* Versions 2..12 pick among several kernels at launch: no one kernel to load ahead (kernel NULL). */
+    /* Versions 2..13 pick among several kernels at launch: no one kernel to load ahead (kernel NULL). */
     {"tiled", "", NC_PRECISION_FP32, 1, nc_conv_launch_tiled, NULL},
     {"unroll+gemm", "", NC_PRECISION_FP32, 1, nc_conv_launch_unroll_gemm, NULL},
     {"implicit-gemm", "", NC_PRECISION_FP32, 1, nc_conv_launch_implicit_gemm, NULL},
@@ -110,6 +113,8 @@ static const conv_version versions[] = {
     /* Reductions over the input channels, fp32. */
     {"splitc-tree", "", NC_PRECISION_FP32, 1, nc_conv_launch_splitc_tree, NULL},
     {"splitc-atomic", "", NC_PRECISION_FP32, 0, nc_conv_launch_splitc_atomic, NULL},
+    /* Version 5 with a row of four outputs a thread, one layer at a time (not fused). */
+    {"direct-rows", "", NC_PRECISION_FP32, 1, nc_conv_launch_direct_rows, NULL},
 };
 #define N_VERSIONS ((int)(sizeof versions / sizeof versions[0]))
 

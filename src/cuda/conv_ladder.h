@@ -44,6 +44,7 @@ int nc_conv_launch_fp16(NC_CONV_LAUNCHER_ARGS);
 int nc_conv_launch_bf16(NC_CONV_LAUNCHER_ARGS);
 int nc_conv_launch_splitc_tree(NC_CONV_LAUNCHER_ARGS);
 int nc_conv_launch_splitc_atomic(NC_CONV_LAUNCHER_ARGS);
+int nc_conv_launch_direct_rows(NC_CONV_LAUNCHER_ARGS); /* version 13 */
 
 /* What a fused version applies to the convolution's output before the one store: bias (in the launcher's
  * arguments), then the activation, then the pooling. */
@@ -69,6 +70,10 @@ typedef struct nc_conv_lut {
 int nc_conv_launch_fused(float *y, const float *x, const uint8_t *x_u8, const nc_conv_lut *lut, const float *k,
                          const float *bias, int B, int C, int H, int W, int M, int K, const nc_conv_epilogue *e,
                          cudaStream_t stream, nc_error *err);
+/* The same with version 13's patches where the layer is unpooled: a row of four outputs a thread (bench/ab). */
+int nc_conv_launch_fused_rows(float *y, const float *x, const uint8_t *x_u8, const nc_conv_lut *lut, const float *k,
+                              const float *bias, int B, int C, int H, int W, int M, int K, const nc_conv_epilogue *e,
+                              cudaStream_t stream, nc_error *err);
 
 /* Versions 5 and 6 on layers of several channels (conv_directc.cu; nc_conv_launch_fused calls it for float input
  * where it takes the layer): C > 1, K = 3..7, an epilogue nc_conv_direct_fuses takes, a tile of every channel group

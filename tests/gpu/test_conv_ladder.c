@@ -60,10 +60,11 @@ static void test_case(int B, int C, int H, int W, int M, int K, int with_bias) {
         if (rc == NC_ERR_ARG) { /* a shape outside the version's range: said, not computed wrongly */
             printf("%s: not taken: %s\n", what, err.msg);
             CHECK(strstr(err.msg, "version") != NULL);
-            /* Versions 5 and 6 take every K = 3..7 layer here (the largest, C = 64 of 20 x 20 with M = 64, only
+            /* Versions 5, 6 and 13 take every K = 3..7 layer here (the largest, C = 64 of 20 x 20 with M = 64, only
              * above their usual 96 KB of shared memory: two bands and a group's weights take 133 KB). */
-            if ((v == 5 || v == 6) && K >= 3 && K <= 7) fprintf(stderr, "%s: versions 5 and 6 must take it\n", what);
-            CHECK(!((v == 5 || v == 6) && K >= 3 && K <= 7));
+            if ((v == 5 || v == 6 || v == 13) && K >= 3 && K <= 7)
+                fprintf(stderr, "%s: versions 5, 6 and 13 must take it\n", what);
+            CHECK(!((v == 5 || v == 6 || v == 13) && K >= 3 && K <= 7));
             continue;
         }
         check_rc(rc, &err, what);
@@ -167,62 +168,73 @@ static void test_fused_case(int B, int C, int H, int W, int M, int K, int with_b
     free(ref);
 }
 
-/* conv_directc.cu's unpooled stores: a tile row's four outputs as one 16-byte store, two 8-byte ones or 4 + 8 + 4
- * bytes, as the address falls, and one at a time at the right edge. Every width modulo 4 and every output address
- * modulo 16 (y offset by 0..3 floats): the same bits at every offset, close to the reference, and the words before and
- * after the output untouched. */
+/* The unpooled stores. conv_directc.cu's (C = 3): a tile row's four outputs as one 16-byte store, two 8-byte ones or
+ * 4 + 8 + 4 bytes, as the address falls, and one at a time at the right edge. conv_direct.cu's (C = 1): 2 x 2
+ * outputs a thread as float2 pairs where y is 8-byte aligned, else one at a time; and version 13's row of four
+ * outputs a thread as one 16-byte store where Ho Wo is a multiple of 4 and y 16-byte aligned (Wo a multiple of 4; Wo
+ * = 2 mod 4 with Ho even, H = 18: odd rows' fours two columns to the left, a row's first and last two as 8 bytes),
+ * else one at a time; M = 10 and 12 (one group of 10 channels a thread, two of 6). Every width modulo 4 and every
+ * output address modulo 16 (y offset by 0..3 floats): the same bits at every offset and for both kinds of patch,
+ * close to the reference, and the words before and after the output untouched. */
 static void test_unpooled_stores(void) {
-    for (int wmod = 0; wmod < 4; wmod++) {
-        const int B = 3, C = 3, K = 5, M = 10, H = 17, W = 20 + wmod, Ho = H - K + 1, Wo = W - K + 1;
-        const size_t nx = (size_t)B * C * H * W, nk = (size_t)M * C * K * K, ny = (size_t)B * M * Ho * Wo;
-        float *x = xmalloc(nx * sizeof(float)), *k = xmalloc(nk * sizeof(float)), *bias = xmalloc(M * sizeof(float));
-        float *ref = xmalloc(ny * sizeof(float)), *first = NULL;
-        fill(x, nx, -1.0f, 1.0f);
-        fill(k, nk, -0.2f, 0.2f);
-        fill(bias, M, -1.0f, 1.0f);
-        nc_ref_conv(ref, x, k, bias, B, C, H, W, M, K);
-        float *dx = dev_from(x, nx * sizeof(float)), *dk = dev_from(k, nk * sizeof(float));
-        float *db = dev_from(bias, M * sizeof(float)), *dy;
-        CU(cudaMalloc((void **)&dy, (ny + 8) * sizeof(float)));
-        const nc_conv_epilogue alone = {-1, -1, 1, 1};
-        CHECK(nc_conv_directc_takes(C, H, W, M, K, &alone));
-        for (int at = 0; at < 4; at++) {
-            char what[96];
-            snprintf(what, sizeof what, "unpooled stores Wo %d, y + %d floats", Wo, at);
-            CU(cudaMemset(dy, 0xFF, (ny + 8) * sizeof(float)));
-            nc_error err = {0};
-            check_rc(nc_conv_launch_fused(dy + at, dx, NULL, NULL, dk, db, B, C, H, W, M, K, &alone, stream, &err),
-                     &err, what);
-            float *all = host_from(dy, ny + 8);
-            check_close(what, all + at, ref, ny, 1e-4, 1e-4);
-            int guard = 1;
-            for (size_t i = 0; i < ny + 8; i++) {
-                uint32_t bits;
-                memcpy(&bits, &all[i], 4);
-                if ((i < (size_t)at || i >= ny + at) && bits != 0xFFFFFFFFu) guard = 0;
+    static const int shapes[][3] = {{3, 17, 10}, {1, 17, 10}, {1, 18, 12}, {1, 18, 10}}; /* C, H, M */
+    for (int sh = 0; sh < 4; sh++)
+        for (int wmod = 0; wmod < 4; wmod++) {
+            const int C = shapes[sh][0], H = shapes[sh][1], M = shapes[sh][2];
+            const int B = 3, K = 5, W = 20 + wmod, Ho = H - K + 1, Wo = W - K + 1;
+            const size_t nx = (size_t)B * C * H * W, nk = (size_t)M * C * K * K, ny = (size_t)B * M * Ho * Wo;
+            float *x = xmalloc(nx * sizeof(float)), *k = xmalloc(nk * sizeof(float)),
+                  *bias = xmalloc(M * sizeof(float));
+            float *ref = xmalloc(ny * sizeof(float)), *first = NULL;
+            fill(x, nx, -1.0f, 1.0f);
+            fill(k, nk, -0.2f, 0.2f);
+            fill(bias, M, -1.0f, 1.0f);
+            nc_ref_conv(ref, x, k, bias, B, C, H, W, M, K);
+            float *dx = dev_from(x, nx * sizeof(float)), *dk = dev_from(k, nk * sizeof(float));
+            float *db = dev_from(bias, M * sizeof(float)), *dy;
+            CU(cudaMalloc((void **)&dy, (ny + 8) * sizeof(float)));
+            const nc_conv_epilogue alone = {-1, -1, 1, 1};
+            CHECK(nc_conv_directc_takes(C, H, W, M, K, &alone) == (C > 1));
+            for (int run = 0; run < (C == 1 ? 8 : 4); run++) {
+                const int at = run % 4, rows = run / 4; /* rows: version 13's rows of four (C = 1) */
+                char what[112];
+                snprintf(what, sizeof what, "unpooled stores C %d Ho %d Wo %d M %d%s, y + %d floats", C, Ho, Wo, M,
+                         rows ? " rows of four" : "", at);
+                CU(cudaMemset(dy, 0xFF, (ny + 8) * sizeof(float)));
+                nc_error err = {0};
+                check_rc((rows ? nc_conv_launch_fused_rows : nc_conv_launch_fused)(dy + at, dx, NULL, NULL, dk, db, B,
+                                                                                   C, H, W, M, K, &alone, stream, &err),
+                         &err, what);
+                float *all = host_from(dy, ny + 8);
+                check_close(what, all + at, ref, ny, 1e-4, 1e-4);
+                int guard = 1;
+                for (size_t i = 0; i < ny + 8; i++) {
+                    uint32_t bits;
+                    memcpy(&bits, &all[i], 4);
+                    if ((i < (size_t)at || i >= ny + at) && bits != 0xFFFFFFFFu) guard = 0;
+                }
+                if (!guard) fprintf(stderr, "%s: a word outside the output was written\n", what);
+                CHECK(guard);
+                if (!first) {
+                    first = xmalloc(ny * sizeof(float));
+                    memcpy(first, all + at, ny * sizeof(float));
+                } else {
+                    const int same = memcmp(first, all + at, ny * sizeof(float)) == 0;
+                    if (!same) fprintf(stderr, "%s: not the bits of y + 0\n", what);
+                    CHECK(same);
+                }
+                free(all);
             }
-            if (!guard) fprintf(stderr, "%s: a word outside the output was written\n", what);
-            CHECK(guard);
-            if (!first) {
-                first = xmalloc(ny * sizeof(float));
-                memcpy(first, all + at, ny * sizeof(float));
-            } else {
-                const int same = memcmp(first, all + at, ny * sizeof(float)) == 0;
-                if (!same) fprintf(stderr, "%s: not the bits of y + 0\n", what);
-                CHECK(same);
-            }
-            free(all);
+            CU(cudaFree(dx));
+            CU(cudaFree(dk));
+            CU(cudaFree(db));
+            CU(cudaFree(dy));
+            free(x);
+            free(k);
+            free(bias);
+            free(ref);
+            free(first);
         }
-        CU(cudaFree(dx));
-        CU(cudaFree(dk));
-        CU(cudaFree(db));
-        CU(cudaFree(dy));
-        free(x);
-        free(k);
-        free(bias);
-        free(ref);
-        free(first);
-    }
 }
 
 static void test_versions(void) {
@@ -244,6 +256,9 @@ static void test_versions(void) {
     /* Bands: a map too large for one block's shared memory in versions 5 and 6 (and several bands of
      * conv_directc.cu's). */
     test_case(2, 8, 150, 140, 5, 5, 1);
+    /* One channel in several bands; Wo = 274 = 2 mod 4, so that version 13 shifts its odd rows' fours and its bands
+     * hold an even number of rows. */
+    test_case(2, 1, 422, 278, 6, 5, 1);
     /* Several channels: items of a few tiles of many channel groups (5 tiles of 25 groups a team), and layers that
      * conv_directc.cu leaves to conv_direct.cu's kernel: more channel groups than a team has threads, weights over
      * its shared memory. */
@@ -353,6 +368,7 @@ int main(void) {
         test_fused_case(200, 6, 30, 30, 16, 5, 1, -1, -1, 1, 0);
         test_fused_case(300, 6, 22, 22, 16, 5, 0, NC_SIGMOID, NC_AVGPOOL, 2, 0);
         test_unpooled_stores();
+        test_case(2, 1, 422, 278, 6, 5, 1); /* every version; version 13's shifted rows in several bands */
         CU(cudaStreamDestroy(stream));
         return nc_test_done("test_conv_ladder (quick)");
     }
