@@ -7,6 +7,7 @@
  *     /255 lut (one channel, as a network's first layer runs), 0: float input
  *   NC_AB_MEMSET=1 conv_one ...   times cudaMemsetAsync of the layer's output instead: what writing it alone costs
  *   NC_AB_ROWS=1 conv_one ...     through nc_conv_launch_fused_rows: unpooled, version 13's rows of four a thread
+ *   NC_AB_ROWS=2 conv_one ...     the same with version 14's two rows of four a thread
  * Built as the conv_one target of a build with CUDA. Inputs, weights and bias are fixed pseudo-random numbers, the
  * same in every run. */
 #include <cuda_runtime.h>
@@ -76,7 +77,8 @@ int main(int argc, char **argv) {
     CK(cudaMemcpy(db, hb, M * sizeof(float), cudaMemcpyHostToDevice));
     const int act_kind = act == 0 ? NC_TANH : act == 1 ? NC_RELU : -1, pool_kind = pool ? NC_MAXPOOL : -1;
     const nc_conv_epilogue e = {act_kind, pool_kind, pool ? pool : 1, pool ? pool : 1};
-    const int memset_only = getenv("NC_AB_MEMSET") != NULL, rows = getenv("NC_AB_ROWS") != NULL;
+    const int memset_only = getenv("NC_AB_MEMSET") != NULL,
+              rows = getenv("NC_AB_ROWS") ? atoi(getenv("NC_AB_ROWS")) : 0;
     nc_error err = {0};
     cudaEvent_t a, b;
     CK(cudaEventCreate(&a));
@@ -85,8 +87,9 @@ int main(int argc, char **argv) {
         CK(cudaEventRecord(a, 0));
         if (memset_only) {
             CK(cudaMemsetAsync(dy, r & 1, ny * sizeof(float), 0));
-        } else if ((rows ? nc_conv_launch_fused_rows : nc_conv_launch_fused)(dy, dxf, dx, u8 ? &lut : NULL, dk, db, B,
-                                                                             C, H, W, M, K, &e, 0, &err)) {
+        } else if (rows ? nc_conv_launch_fused_rows(dy, dxf, dx, u8 ? &lut : NULL, dk, db, B, C, H, W, M, K, &e, rows,
+                                                    0, &err)
+                        : nc_conv_launch_fused(dy, dxf, dx, u8 ? &lut : NULL, dk, db, B, C, H, W, M, K, &e, 0, &err)) {
             fprintf(stderr, "conv_one: %s\n", err.msg);
             return 1;
         }
@@ -100,8 +103,11 @@ int main(int argc, char **argv) {
     const unsigned char *yb = (const unsigned char *)hy;
     for (size_t i = 0; i < ny * sizeof(float); i++) h = (h ^ yb[i]) * 1099511628211ull;
     qsort(t, reps, sizeof(float), cmp_float);
-    printf("c%d %dx%d m%d k%d p%d %s B %d  %.4f ms  hash %016llx\n", C, H, W, M, K, pool, u8 ? "u8" : "f32", B,
-           t[reps / 2], h);
+    printf("c%d %dx%d m%d k%d p%d %s %s B %d  %.4f ms  hash %016llx\n", C, H, W, M, K, pool,
+           act == 0   ? "tanh"
+           : act == 1 ? "relu"
+                      : "none",
+           u8 ? "u8" : "f32", B, t[reps / 2], h);
     cudaFree(dx), cudaFree(dxf), cudaFree(dk), cudaFree(db), cudaFree(dy);
     free(hx), free(hxf), free(hk), free(hb), free(hy), free(t);
     return 0;

@@ -5,7 +5,7 @@
 # speed-up over the first, and DIFF where the output bits differ among variants (different sums, or a bug).
 #   bash bench/ab/run.sh .c2              (on the GPU machine, from the tree's root; the table also in $OUT/ab.log)
 # VARIANTS ("none" and every .c2/v/*.so.xz by default; NAME=VALUE runs the library as built with it in conv_one's
-# environment, as NC_AB_ROWS=1), LAYERS ("C H W M K POOL ACT U8|...": conv_one's arguments;
+# environment, as NC_AB_ROWS=1, and LIB:NAME=VALUE the variant LIB so; several as NAME=VALUE,NAME=VALUE), LAYERS ("C H W M K POOL ACT U8|...": conv_one's arguments;
 # the zoo's second layers fused and alone, and its first layers alone, by default), REPS (20). MEMSET=1 adds a row
 # a layer timing a cudaMemsetAsync of its output; NCU=1 profiles the library's kernel on the first layers of
 # NCU_LAYERS (ncu --set full; bench/ncu_summary.py's digest in $OUT/ncu.log).
@@ -34,9 +34,11 @@ for round in 1 2; do
         P= E=
         case $v in
         none) ;;
-        *=*) E=$v ;; # NAME=VALUE: the library as built, with that in conv_one's environment (NC_AB_ROWS=1)
+        *:*=*) P=$V/${v%%:*}.so E=${v#*:} ;; # LIB:NAME=VALUE[,NAME=VALUE]: a variant with those set
+        *=*) E=$v ;; # NAME=VALUE[,NAME=VALUE]: the library as built, with those in conv_one's environment
         *) P=$V/$v.so ;;
         esac
+        E=${E//,/ }
         for l in "${LS[@]}"; do
             echo "$v $(env $E LD_PRELOAD=$P $BIN/conv_one $l 10000 $REPS 2>&1)" >>"$LOG"
         done
@@ -52,7 +54,7 @@ for line in open(sys.argv[1]):
     p = line.split()
     if "ms" not in p or "hash" not in p:
         continue
-    v, layer = p[0], " ".join(p[1:7])
+    v, layer = p[0], " ".join(p[1:8])
     t[(v, layer)].append(float(p[p.index("ms") - 1]))
     if v != "memset":
         h[layer].add(p[-1])

@@ -1,5 +1,5 @@
 /*
- * Register-tiled direct convolution with K known at compile time: versions 5, 6 and 13.
+ * Register-tiled direct convolution with K known at compile time: versions 5, 6, 13 and 14.
  *
  *   5  direct: each thread computes a PT x PT patch of the output for MB output channels at once, from a
  *      (PT+K-1)^2 window of the input held in registers; K, PT (the kernel's PH = PW) and MB are template
@@ -27,6 +27,17 @@
  *      version of its own, which the default takes where it is faster. The convolution alone: the network's
  *      pooled layers are version 6's.
  *      nanoconv eval --model M --backend cuda --conv-kernel 13
+ *  14  direct-tiles: each thread's patch two rows of four outputs (PH = 2, PW = 4) for 4 channels, with the
+ *      weights staged tap-major, so that one 16-byte load gives a tap's 4 channels for 32 multiply-adds (16 in
+ *      versions 5 and 13), and the window's K + 1 rows loaded as the taps reach them (rows p and p + 1 for tap row
+ *      p), which keeps it within 128 registers; every output keeps its sums' order, so the bits are version 5's.
+ *      Stored as 16-byte words a row: where Wo = 2 mod 4, a tile's second row is shifted two columns to the left
+ *      (the window two columns wider), so that both rows' words are aligned. ncu put version 5's instructions on
+ *      2018 fall's first layer at 76% FFMA, the rest the window, the weights and the epilogue; version 14's are
+ *      82.5% FFMA, and the layer alone took 1.41 -> 1.30 ms, 2020's 0.74 -> 0.66, 2017's 0.48 -> 0.45 (H100,
+ *      2026-11-25). A version of its own, as the default times it with the others: 2019 spring's first layer
+ *      (M = 6: two groups of 4, a quarter of the sums wasted) is slower. The convolution alone.
+ *      nanoconv eval --model M --backend cuda --conv-kernel 14
  * Layers of several channels on float input go to conv_directc.cu's kernel where it takes them (the zoo's second
  * layers: it is 1.2 to 1.4 times as fast there); this one keeps one-channel layers, uint8 pixels and the rest.
  *
@@ -74,8 +85,10 @@ struct direct_params {
     int act, pool;    /* nc_layer_kind or EPI_NONE */
     int bands, work;  /* bands per image; work items (image, band) = B * bands */
     int w_all;        /* every group's weights staged once per block (else one group at a time) */
-    int RB, WS;       /* a staged band: rows, and the row stride (band_pr PH + K - 1, pc PW + K - 1) */
-    int WQ;           /* quads (4 floats) a staged row: ceil(WS / 4) */
+    int RB, WS;       /* a staged band: rows, and the row stride (band_pr PH + K - 1; pc PW + K - 1, or W where flat) */
+    int CS;           /* a staged band's channel stride: RB WS, or where flat RB W and up to 3 floats, rounded to 4 */
+    int flat;     /* float input whose band is one 16-byte aligned run of x a channel: copied as it is (row stride W) */
+    int WQ;       /* quads (4 floats) a staged row: ceil(WS / 4) */
     int RW;       /* uint8 input: 4-byte words of a channel's raw copy (its band's bytes from the word of the first) */
     int u8_align; /* uint8 input 16- or 4-byte aligned: copied by cp.async in chunks of that many bytes (else 0: read
                      at conversion) */
@@ -116,7 +129,13 @@ template <int PH, int PW> __device__ __forceinline__ int direct_col(const direct
 }
 
 /* Issues (does not wait for) the copies of work item `item`'s band, as one cp.async group, a channel at a time:
- * float input straight into xs (C, RB, WS), zeros past the image, by 4 d.cw bytes (16, 8 or 4); uint8
+ * float input straight into xs (C, CS), where flat as the one run of rows x W floats that a channel's band is in x,
+ * by 16 bytes (the last copy short and zero-filled); else a row at a time into (RB, WS), zeros past the image, by
+ * 4 d.cw bytes (16, 8 or 4). A flat band's rows past the image (the last band's) are left as they are, and a
+ * window's columns past W read the next row's first floats: either feeds only outputs past Ho or Wo, which are
+ * never stored, as an output at (oh, ow) < (Ho, Wo) reads rows oh..oh + K - 1 < H and columns ow..ow + K - 1 < W.
+ * Flat, each copy is a few instructions; a row at a time it was about 40 (its walk and address), which on 2020's
+ * first layer alone (rows of 86 floats, copied 8 bytes at a time) were 8% of the kernel's instructions. uint8
  * pixels (d.u8_align = 16 or 4: the pixels' alignment) into raw (C, RW words), each channel's band rows from the
  * 16- or 4-byte chunk that holds their first byte, zeros past them (a last partial chunk by plain loads and stores,
  * which the barrier before its conversion makes visible). Unaligned pixels are read when converted. */
@@ -155,9 +174,14 @@ __device__ __forceinline__ void direct_fetch(float *xs, uint32_t *raw, const flo
                     }
                 }
             }
+        } else if (d.flat) {
+            const float *xg = x + start;
+            float *xc = xs + c * d.CS;
+            const int n = rows * d.W;
+            for (int i = 4 * tid; i < n; i += 4 * nt) nc_cp_async16(xc + i, xg + i, n - i >= 4 ? 16 : 4 * (n - i));
         } else {
             const float *xg = x + start;
-            float *xc = xs + c * d.RB * d.WS;
+            float *xc = xs + c * d.CS;
             const int n = d.WS / d.cw; /* copies a row (fw walks them) */
             for (int r = fw.r, s = fw.s; r < d.RB;) {
                 if (d.cw == 4) { /* W and WS multiples of 4: a quad is in the image or past it */
@@ -193,7 +217,7 @@ __device__ __forceinline__ void direct_convert(float *xs, const uint32_t *raw, c
         const int lead = d.u8_align ? (int)(start & (size_t)(d.u8_align - 1)) : 0; /* in raw, the first pixel's byte */
         const uint32_t *rc = raw + c * d.RW;
         const uint8_t *xg = xu + start;
-        float *xc = xs + c * d.RB * d.WS;
+        float *xc = xs + c * d.CS;
         for (int r = cw.r, q = cw.s; r < d.RB;) {
             const int s0 = 4 * q;
             uint32_t px = 0; /* four pixels, the first in the low byte */
@@ -228,6 +252,42 @@ __device__ __forceinline__ void direct_convert(float *xs, const uint32_t *raw, c
     }
 }
 
+/* N floats of a window row from the staged band: by 8-byte loads where PAIRS (N even, and the band's row stride and
+ * the offset even too), else one float at a time. */
+template <int N, bool PAIRS> __device__ __forceinline__ void direct_window_part(float *row, const float *src) {
+    if constexpr (PAIRS) {
+        static_assert(N % 2 == 0, "pairs of floats");
+#pragma unroll
+        for (int s = 0; s < N; s += 2) {
+            const float2 v = *reinterpret_cast<const float2 *>(src + s);
+            row[s] = v.x, row[s + 1] = v.y;
+        }
+    } else {
+#pragma unroll
+        for (int s = 0; s < N; s++) row[s] = src[s];
+    }
+}
+
+/* A window row of WW floats: by 8-byte loads where WW is even (then the band's row stride and the window's offset
+ * are even too). */
+template <int WW> __device__ __forceinline__ void direct_window_row(float (&row)[WW], const float *src) {
+    direct_window_part<WW, WW % 2 == 0>(row, src);
+}
+
+/* Element i of group g's staged weights (C, WGC), zeros past M and in the padding: a (channel, output channel) row of
+ * K K taps padded to KK4, or tap-major (TAPS: C, K K, MB4) with a tap's MB output channels padded to MB4. */
+template <int K, int MB, bool TAPS>
+__device__ __forceinline__ float direct_weight(const float *__restrict__ k, const direct_params &d, int g, int i) {
+    constexpr int KK = K * K, KK4 = (KK + 3) / 4 * 4, MB4 = (MB + 3) / 4 * 4;
+    int c, mi, t;
+    if constexpr (TAPS)
+        c = i / (KK * MB4), t = i / MB4 % KK, mi = i % MB4;
+    else
+        c = i / (MB * KK4), mi = i / KK4 % MB, t = i % KK4;
+    const int m = g * MB + mi;
+    return mi < MB && m < d.M && t < KK ? k[((size_t)m * d.C + c) * KK + t] : 0.0f;
+}
+
 /* A persistent grid (as many blocks as fit on the GPU at once): each block takes work items (image, band) in
  * turn; blockDim.x threads walk the band's patches. The next item's band is copied by cp.async while this one's is
  * computed, so that the copy's memory latency is behind the arithmetic (it was a barrier stall of 15% and a load
@@ -235,24 +295,30 @@ __device__ __forceinline__ void direct_convert(float *xs, const uint32_t *raw, c
  *   ws (G, C, MB, KK4)  the weights, each (m, c) row of K*K padded with zeros to KK4 (a multiple of 4), for all
  *                       G = ceil(M / MB) groups staged once (w_all), or for one group at a time
  *   bs (G MB)           the bias, zeros past M (where there is one), rounded up to 4 floats
- *   xs (2, C, RB, WS)   two bands, zero past the image: one computed, the other being copied (float input) or
- *                       converted from raw after the arithmetic (uint8); rounded up to 4 floats
+ *   xs (2, C, CS)       two bands, each channel's RB rows of stride WS (W where flat), zero past the image but where
+ *                       flat: one computed, the other being copied (float input) or converted from raw after the
+ *                       arithmetic (uint8); rounded up to 4 floats
  *   raw (2, C, RW)      uint8 input: the pixels of the next two items as copied (4-byte words)
  *   lut (256)           uint8 input only (xu not NULL; a run-time choice, as it costs only the staging)
  * Each of them starts 16-byte aligned. */
-template <int K, int PH, int PW, int MB>
+template <int K, int PH, int PW, int MB, int SH = 0>
 __global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PH, PW, MB))
     conv_direct_kernel(float *__restrict__ y, const float *__restrict__ x, const uint8_t *__restrict__ xu,
                        const nc_conv_lut lut, const float *__restrict__ k, const float *__restrict__ bias,
                        const direct_params d) {
     constexpr int KK = K * K, KK4 = (KK + 3) / 4 * 4, WH = PH + K - 1, WW = PW + K - 1;
-    static_assert(PH == PW || (PH == 1 && PW == 4), "pooling windows, or an unpooled row of four");
+    static_assert(PH == PW || (PW == 4 && (PH == 1 || PH == 2)), "pooling windows, or unpooled rows of four");
+    static_assert(SH == 0 || (SH == 2 && PH == 2 && PW == 4), "only two rows of four shift their second row");
+    /* Tiles of two rows of four (version 14) take the weights tap-major: a tap's MB channels (padded to MB4) are one
+     * or two 16-byte loads, each used for 8 outputs a channel; the other shapes take a channel's K K taps a row. */
+    constexpr bool TAPS = PH == 2 && PW == 4;
+    constexpr int MB4 = (MB + 3) / 4 * 4, WGC = TAPS ? KK * MB4 : MB * KK4; /* floats a (group, channel) */
     extern __shared__ __align__(16) float smem[];
-    const int C = d.C, RB = d.RB, WS = d.WS, band = C * RB * WS;
+    const int C = d.C, WS = d.WS, band = C * d.CS;
     const int G = (d.M + MB - 1) / MB;
-    float *ws = smem;                                                          // (G or 1, C, MB, KK4)
-    float *bs = ws + (d.w_all ? G : 1) * C * MB * KK4;                         // (G MB)
-    float *xs = bs + (G * MB + 3) / 4 * 4;                                     // (2, C, RB, WS)
+    float *ws = smem;                                                          // (G or 1, C, WGC)
+    float *bs = ws + (d.w_all ? G : 1) * C * WGC;                              // (G MB)
+    float *xs = bs + (G * MB + 3) / 4 * 4;                                     // (2, C, CS)
     uint32_t *raw = reinterpret_cast<uint32_t *>(xs + (2 * band + 3) / 4 * 4); // (2, C, RW), uint8 input only
     float *sl = reinterpret_cast<float *>(raw + (xu ? 2 * C * d.RW : 0));      // (256), uint8 input only
     const int tid = (int)threadIdx.x, nt = (int)blockDim.x;
@@ -265,11 +331,8 @@ __global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PH, PW, 
     if (bias)
         for (int i = tid; i < G * MB; i += nt) bs[i] = i < d.M ? bias[i] : 0.0f;
     if (d.w_all) {
-        for (int i = tid; i < G * C * MB * KK4; i += nt) {
-            const int g = i / (C * MB * KK4), c = i / (MB * KK4) % C, mi = i / KK4 % MB, j = i % KK4;
-            const int m = g * MB + mi;
-            ws[i] = (m < d.M && j < KK) ? k[((size_t)m * C + c) * KK + j] : 0.0f;
-        }
+        for (int i = tid; i < G * C * WGC; i += nt)
+            ws[i] = direct_weight<K, MB, TAPS>(k, d, i / (C * WGC), i % (C * WGC));
     }
     /* uint8 input runs one item further ahead: the next item's pixels are converted after this one's arithmetic,
      * so that an item costs one barrier whatever the input. */
@@ -308,10 +371,7 @@ __global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PH, PW, 
         for (int g0 = 0; g0 < G; g0 += span) {
             if (!d.w_all) {
                 __syncthreads(); /* the previous group is done with ws */
-                for (int i = tid; i < C * MB * KK4; i += nt) {
-                    const int c = i / (MB * KK4), mi = i / KK4 % MB, j = i % KK4, m = g0 * MB + mi;
-                    ws[i] = (m < d.M && j < KK) ? k[((size_t)m * C + c) * KK + j] : 0.0f;
-                }
+                for (int i = tid; i < C * WGC; i += nt) ws[i] = direct_weight<K, MB, TAPS>(k, d, g0, i);
                 __syncthreads();
             }
             /* Each thread's first unit, then steps of nt units without a division. */
@@ -319,7 +379,7 @@ __global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PH, PW, 
             if (pr >= band_pr) g += pr / band_pr, pr -= (g - g0) * band_pr;
             while (g < g0 + span) {
                 const int m0 = g * MB;
-                const float *wg = ws + (d.w_all ? g : 0) * C * MB * KK4; /* this group's (C, MB, KK4) */
+                const float *wg = ws + (d.w_all ? g : 0) * C * WGC; /* this group's (C, WGC) */
                 float acc[MB][PH][PW];
 #pragma unroll
                 for (int mi = 0; mi < MB; mi++)
@@ -329,40 +389,63 @@ __global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PH, PW, 
                         for (int j = 0; j < PW; j++) acc[mi][i][j] = 0.0f;
                 int c = 0;
                 do { /* C >= 1: a do-while, so that ptxas zeroes the sums on one path only */
-                    const float *xw = xb + (c * RB + pr * PH) * WS + direct_col<PH, PW>(d, pr0 + pr, pc); // top left
-                    float win[WH][WW];
-                    if constexpr (WW % 2 == 0) { /* then WS and the offset are even too: the window by 8-byte loads */
+                    const float *xw =
+                        xb + c * d.CS + pr * PH * WS + direct_col<PH, PW>(d, pr0 + pr, pc) - SH; // top left
+                    float win[WH][WW + SH];
+                    if constexpr (TAPS) {
+                        /* A window row as it is first needed: rows p and p + 1 for the taps of row p. Shifted (SH =
+                         * 2), the tile's second row of outputs is columns -2..1 of its first's: the window is SH
+                         * columns wider on the left, of which its first row (the first output row's alone) and its
+                         * last (the second's alone) load only what their output row reads, so that no row reads
+                         * before the band (rows 1.. of the window read the staged row before's last floats). */
+                        const float4 *w4 = reinterpret_cast<const float4 *>(wg + c * WGC);
+                        direct_window_part<WW, K % 2>(win[0] + SH, xw + SH);
 #pragma unroll
-                        for (int r = 0; r < WH; r++)
+                        for (int p = 0; p < K; p++) {
+                            if (p + 1 < K)
+                                direct_window_part<WW + SH, K % 2>(win[p + 1], xw + (p + 1) * WS);
+                            else
+                                direct_window_part<WW, K % 2>(win[p + 1], xw + (p + 1) * WS);
 #pragma unroll
-                            for (int s = 0; s < WW; s += 2) {
-                                const float2 v = *reinterpret_cast<const float2 *>(xw + r * WS + s);
-                                win[r][s] = v.x, win[r][s + 1] = v.y;
+                            for (int q = 0; q < K; q++) {
+                                float wv[MB4];
+#pragma unroll
+                                for (int t = 0; t < MB4 / 4; t++) {
+                                    const float4 v = w4[(p * K + q) * (MB4 / 4) + t];
+                                    wv[4 * t] = v.x, wv[4 * t + 1] = v.y, wv[4 * t + 2] = v.z, wv[4 * t + 3] = v.w;
+                                }
+#pragma unroll
+                                for (int mi = 0; mi < MB; mi++)
+#pragma unroll
+                                    for (int i = 0; i < PH; i++)
+#pragma unroll
+                                        for (int j = 0; j < PW; j++)
+                                            acc[mi][i][j] =
+                                                fmaf(win[i + p][j + q + (i == 0 ? SH : 0)], wv[mi], acc[mi][i][j]);
                             }
+                        }
                     } else {
 #pragma unroll
-                        for (int r = 0; r < WH; r++)
+                        for (int r = 0; r < WH; r++) direct_window_row<WW>(win[r], xw + r * WS);
 #pragma unroll
-                            for (int s = 0; s < WW; s++) win[r][s] = xw[r * WS + s];
-                    }
+                        for (int mi = 0; mi < MB; mi++) {
+                            const float4 *w4 = reinterpret_cast<const float4 *>(wg + (c * MB + mi) * KK4);
+                            float wv[KK4];
 #pragma unroll
-                    for (int mi = 0; mi < MB; mi++) {
-                        const float4 *w4 = reinterpret_cast<const float4 *>(wg + (c * MB + mi) * KK4);
-                        float wv[KK4];
+                            for (int t = 0; t < KK4 / 4; t++) {
+                                const float4 v = w4[t];
+                                wv[4 * t] = v.x, wv[4 * t + 1] = v.y, wv[4 * t + 2] = v.z, wv[4 * t + 3] = v.w;
+                            }
 #pragma unroll
-                        for (int t = 0; t < KK4 / 4; t++) {
-                            const float4 v = w4[t];
-                            wv[4 * t] = v.x, wv[4 * t + 1] = v.y, wv[4 * t + 2] = v.z, wv[4 * t + 3] = v.w;
+                            for (int p = 0; p < K; p++)
+#pragma unroll
+                                for (int q = 0; q < K; q++)
+#pragma unroll
+                                    for (int i = 0; i < PH; i++)
+#pragma unroll
+                                        for (int j = 0; j < PW; j++)
+                                            acc[mi][i][j] = fmaf(win[i + p][j + q], wv[p * K + q], acc[mi][i][j]);
                         }
-#pragma unroll
-                        for (int p = 0; p < K; p++)
-#pragma unroll
-                            for (int q = 0; q < K; q++)
-#pragma unroll
-                                for (int i = 0; i < PH; i++)
-#pragma unroll
-                                    for (int j = 0; j < PW; j++)
-                                        acc[mi][i][j] = fmaf(win[i + p][j + q], wv[p * K + q], acc[mi][i][j]);
                     }
                 } while (++c < C);
                 /* The epilogue: pooling and activation switched once for the MB channels, not once an output. The
@@ -432,6 +515,50 @@ __global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PH, PW, 
                                         h ? make_float2(v[mi][0][2], v[mi][0][3])
                                           : make_float2(v[mi][0][0], v[mi][0][1]);
                             }
+                        } else if (PH == 2 && PW == 4 && SH) {
+                            /* Two rows of four, the second shifted (Wo = 2 mod 4, Ho even, y 16-byte aligned): each
+                             * row's four one aligned 16-byte store a channel, but the first row's last four and the
+                             * second row's first, which have two outputs in the row: 8 bytes. */
+#pragma unroll
+                            for (int mi = 0; mi < MB; mi++) {
+                                if (mi >= nm) continue;
+                                float *o = yo + mi * YY;
+                                if (ow + 4 <= d.Wo)
+                                    *reinterpret_cast<float4 *>(o) =
+                                        make_float4(v[mi][0][0], v[mi][0][1], v[mi][0][2], v[mi][0][3]);
+                                else
+                                    *reinterpret_cast<float2 *>(o) = make_float2(v[mi][0][0], v[mi][0][1]);
+                                if (ow > 0)
+                                    *reinterpret_cast<float4 *>(o + d.Wo - SH) =
+                                        make_float4(v[mi][1][0], v[mi][1][1], v[mi][1][2], v[mi][1][3]);
+                                else
+                                    *reinterpret_cast<float2 *>(o + d.Wo) = make_float2(v[mi][1][2], v[mi][1][3]);
+                            }
+                        } else if (PH == 2 && PW == 4) {
+                            /* Two rows of four: a 16-byte store a row and channel where Wo is a multiple of 4 and y
+                             * 16-byte aligned (d.quad_out), else two 8-byte pairs (d.pairs: Wo even, the second past
+                             * Wo where Wo = 2 mod 4 left out), else a float at a time; a row past Ho is not stored. */
+#pragma unroll
+                            for (int i = 0; i < PH; i++)
+                                if (oh + i < d.Ho)
+#pragma unroll
+                                    for (int mi = 0; mi < MB; mi++) {
+                                        if (mi >= nm) continue;
+                                        float *o = yo + mi * YY + i * d.Wo;
+                                        if (d.quad_out) {
+                                            *reinterpret_cast<float4 *>(o) =
+                                                make_float4(v[mi][i][0], v[mi][i][1], v[mi][i][2], v[mi][i][3]);
+                                        } else if (d.pairs) {
+                                            *reinterpret_cast<float2 *>(o) = make_float2(v[mi][i][0], v[mi][i][1]);
+                                            if (ow + 2 < d.Wo)
+                                                *reinterpret_cast<float2 *>(o + 2) =
+                                                    make_float2(v[mi][i][2], v[mi][i][3]);
+                                        } else {
+#pragma unroll
+                                            for (int j = 0; j < PW; j++)
+                                                if (ow + j < d.Wo) o[j] = v[mi][i][j];
+                                        }
+                                    }
                         } else if (PH == 2 && PW == 2 && d.pairs) {
                             /* 8 aligned bytes: a warp's stores fill whole 32-byte sectors */
 #pragma unroll
@@ -479,10 +606,11 @@ static int direct_mb(int M, int PH) {
     return best;
 }
 
-/* Instantiated for K = 3..7: 2 x 2 patches (pooling 2/2) and rows of four (unpooled) with MB = 4, 6, 10; 4 x 4
- * patches (pooling 4/4) with MB = 4 (35 kernels). */
-template <int K> static direct_kernel_fn direct_pick(int PH, int MB) {
+/* Instantiated for K = 3..7: 2 x 2 patches (pooling 2/2) and rows of four (unpooled) with MB = 4, 6, 10; two rows
+ * of four (unpooled) and 4 x 4 patches (pooling 4/4) with MB = 4 (40 kernels). */
+template <int K> static direct_kernel_fn direct_pick(int PH, int PW, int MB, int SH) {
     if (PH == 4) return conv_direct_kernel<K, 4, 4, 4>;
+    if (PH == 2 && PW == 4) return SH ? conv_direct_kernel<K, 2, 4, 4, 2> : conv_direct_kernel<K, 2, 4, 4>;
     if (PH == 1) switch (MB) {
         case 10: return conv_direct_kernel<K, 1, 4, 10>;
         case 6: return conv_direct_kernel<K, 1, 4, 6>;
@@ -495,13 +623,13 @@ template <int K> static direct_kernel_fn direct_pick(int PH, int MB) {
     }
 }
 
-static direct_kernel_fn direct_kernel_for(int K, int PH, int MB) {
+static direct_kernel_fn direct_kernel_for(int K, int PH, int PW, int MB, int SH) {
     switch (K) {
-    case 3: return direct_pick<3>(PH, MB);
-    case 4: return direct_pick<4>(PH, MB);
-    case 5: return direct_pick<5>(PH, MB);
-    case 6: return direct_pick<6>(PH, MB);
-    case 7: return direct_pick<7>(PH, MB);
+    case 3: return direct_pick<3>(PH, PW, MB, SH);
+    case 4: return direct_pick<4>(PH, PW, MB, SH);
+    case 5: return direct_pick<5>(PH, PW, MB, SH);
+    case 6: return direct_pick<6>(PH, PW, MB, SH);
+    case 7: return direct_pick<7>(PH, PW, MB, SH);
     default: return NULL;
     }
 }
@@ -517,10 +645,20 @@ static int direct_raw_words(long RB, int W, int WS, int A) {
     return (int)(((copied > read ? copied : read) + A / 4 - 1) / (A / 4) * (A / 4));
 }
 
+/* A staged band's channel stride in floats: RB rows of WS, or flat RB rows of W and the 3 floats past them that the
+ * last window's columns and the last short copy may reach, rounded up to 4 (so that each channel starts 16-byte
+ * aligned). */
+static long direct_channel_floats(long RB, int W, int WS, int flat) {
+    return flat ? (RB * W + 3 + 3) / 4 * 4 : RB * WS;
+}
+
 /* A block's shared memory for its bands of RB rows (the weights, bias and lut apart): two float bands (rounded up to
- * 16 bytes), and for uint8 pixels copied in chunks of A bytes two raw copies. */
-static size_t direct_band_bytes(int C, int W, int WS, long RB, int A) {
-    const size_t bands = ((size_t)2 * C * RB * WS + 3) / 4 * 4 * sizeof(float);
+ * 16 bytes), for either layout where flat may be taken (flat = 1: the larger), and for uint8 pixels copied in chunks
+ * of A bytes two raw copies. */
+static size_t direct_band_bytes(int C, int W, int WS, long RB, int A, int flat) {
+    long cs = direct_channel_floats(RB, W, WS, 0);
+    if (flat && direct_channel_floats(RB, W, WS, 1) > cs) cs = direct_channel_floats(RB, W, WS, 1);
+    const size_t bands = ((size_t)2 * C * cs + 3) / 4 * 4 * sizeof(float);
     return bands + 2 * (size_t)C * direct_raw_words(RB, W, WS, A) * 4;
 }
 
@@ -547,8 +685,9 @@ static int direct_launch(float *y, const float *x, const uint8_t *x_u8, const nc
     d.C = C, d.H = H, d.W = W, d.M = M;
     d.Ho = H - K + 1, d.Wo = W - K + 1;
     d.act = e->act, d.pool = e->pool;
-    /* A thread's patch: the P x P pooling window; unpooled 2 x 2 outputs, or a row of four (version 13). */
-    const int PH = e->pool != EPI_NONE ? e->P : rows ? 1 : 2, PW = e->pool != EPI_NONE ? e->P : rows ? 4 : 2;
+    /* A thread's patch: the P x P pooling window; unpooled 2 x 2 outputs, a row of four (version 13) or two rows of
+     * four (version 14). */
+    const int PH = e->pool != EPI_NONE ? e->P : rows == 1 ? 1 : 2, PW = e->pool != EPI_NONE ? e->P : rows ? 4 : 2;
     if (e->pool == EPI_NONE) {
         d.pr_total = (d.Ho + PH - 1) / PH, d.pc = (d.Wo + PW - 1) / PW;
         d.Yh = d.Ho, d.Yw = d.Wo;
@@ -557,28 +696,34 @@ static int direct_launch(float *y, const float *x, const uint8_t *x_u8, const nc
         d.Yh = d.pr_total, d.Yw = d.pc;
         if (d.Ho < PH || d.Wo < PW) return NC_OK; /* nothing to pool */
     }
-    const int MB = direct_mb(M, PH), KK4 = (K * K + 3) / 4 * 4;
+    /* Two rows of four take 4 channels a thread: with 6, ptxas needs 178 registers (one block an SM) or spills. */
+    const int MB = PH == 2 && PW == 4 ? 4 : direct_mb(M, PH), KK4 = (K * K + 3) / 4 * 4, MB4 = (MB + 3) / 4 * 4;
+    const int wgc = PH == 2 && PW == 4 ? K * K * MB4 : MB * KK4; /* the kernel's WGC */
     const int WS = d.pc * PW + K - 1, G = (M + MB - 1) / MB;
     /* Every group's weights once per block where they take at most DIRECT_W_ALL_MAX and leave room for a band
      * (all the zoo's first layers; the second layers run on conv_directc.cu's kernel); else one group
      * at a time, restaged for every band. */
     const int A = !x_u8 ? 0 : (uintptr_t)x_u8 % 16 == 0 ? 16 : (uintptr_t)x_u8 % 4 == 0 ? 4 : 0;
-    const size_t w_all = (size_t)G * C * MB * KK4 * sizeof(float), lut_b = x_u8 ? 256 * sizeof(float) : 0;
+    /* Float input copied flat (direct_fetch) where every channel's band starts 16-byte aligned in x and its rows'
+     * starts are 8-byte aligned for the window's 8-byte loads: x 16-byte aligned, H W a multiple of 4, W even, and
+     * (below) bands of an even number of rows where W = 2 mod 4 and an image takes several. */
+    int flat = !x_u8 && (uintptr_t)x % 16 == 0 && (long)H * W % 4 == 0 && W % 2 == 0;
+    const size_t w_all = (size_t)G * C * wgc * sizeof(float), lut_b = x_u8 ? 256 * sizeof(float) : 0;
     const size_t bias_b = (size_t)(G * MB + 3) / 4 * 4 * sizeof(float);
     d.w_all = w_all <= DIRECT_W_ALL_MAX &&
-              w_all + bias_b + lut_b + direct_band_bytes(C, W, WS, PH + K - 1, A) <= DIRECT_SMEM_MAX;
-    const size_t fixed = (d.w_all ? w_all : (size_t)C * MB * KK4 * sizeof(float)) + bias_b + lut_b;
+              w_all + bias_b + lut_b + direct_band_bytes(C, W, WS, PH + K - 1, A, flat) <= DIRECT_SMEM_MAX;
+    const size_t fixed = (d.w_all ? w_all : (size_t)C * wgc * sizeof(float)) + bias_b + lut_b;
     int device = 0, sms = 0, optin = 0;
     CUDA_RET(cudaGetDevice(&device));
     CUDA_RET(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     CUDA_RET(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     size_t cap = DIRECT_SMEM_MAX;
-    if (fixed + direct_band_bytes(C, W, WS, PH + K - 1, A) > cap && (size_t)optin > cap) cap = optin;
+    if (fixed + direct_band_bytes(C, W, WS, PH + K - 1, A, flat) > cap && (size_t)optin > cap) cap = optin;
     /* As many patch rows per block as fit, then no more than the output has. */
     long band = 0, most = d.pr_total; /* the largest that fits, by bisection */
     while (band < most) {
         const long mid = (band + most + 1) / 2;
-        if (fixed + direct_band_bytes(C, W, WS, mid * PH + K - 1, A) <= cap)
+        if (fixed + direct_band_bytes(C, W, WS, mid * PH + K - 1, A, flat) <= cap)
             band = mid;
         else
             most = mid - 1;
@@ -591,17 +736,25 @@ static int direct_launch(float *y, const float *x, const uint8_t *x_u8, const nc
     d.quad_out = PH == 1 && e->pool == EPI_NONE && d.Wo % 2 == 0 && (long)d.Ho * d.Wo % 4 == 0 && (uintptr_t)y % 16 == 0
                      ? (d.Wo % 4 == 0 ? 1 : 2)
                      : 0;
+    /* Two rows of four: where Wo = 2 mod 4, the second row's four two columns to the left (the kernel's SH = 2); each
+     * tile's first row is even, so that nothing depends on where a band starts. */
+    if (PH == 2 && PW == 4)
+        d.quad_out = e->pool == EPI_NONE && d.Wo % 2 == 0 && (long)d.Ho * d.Wo % 4 == 0 && (uintptr_t)y % 16 == 0
+                         ? (d.Wo % 4 == 0 ? 1 : 2)
+                         : 0;
     /* Odd rows' fours shifted left read two floats before their window: bands of an even number of rows, so that a
      * band's first row is even and those two floats are in the band (a band of one row: unshifted, 4-byte stores). */
-    if (d.quad_out == 2 && band < d.pr_total) {
+    if (PH == 1 && d.quad_out == 2 && band < d.pr_total) {
         if (band >= 2)
             band &= ~1L;
         else
             d.quad_out = 0;
     }
+    if (flat && W % 4 != 0 && band < d.pr_total && band * PH % 2 != 0) flat = 0;
     d.band_pr = (int)band;
     d.bands = (d.pr_total + d.band_pr - 1) / d.band_pr;
-    d.RB = d.band_pr * PH + K - 1, d.WS = WS, d.WQ = (WS + 3) / 4, d.RW = direct_raw_words(d.RB, W, WS, A);
+    d.RB = d.band_pr * PH + K - 1, d.WS = flat ? W : WS, d.WQ = (WS + 3) / 4, d.RW = direct_raw_words(d.RB, W, WS, A);
+    d.flat = flat, d.CS = (int)direct_channel_floats(d.RB, W, WS, flat);
     d.u8_align = A;
     d.pairs = e->pool == EPI_NONE && d.Wo % 2 == 0 && (uintptr_t)y % 8 == 0;
     /* Float input copied by the widest cp.async that the row length, the staged stride and x's alignment allow. */
@@ -617,8 +770,8 @@ static int direct_launch(float *y, const float *x, const uint8_t *x_u8, const nc
                        B, d.bands);
     d.work = B * d.bands;
     const int patches = d.band_pr * d.pc;
-    const size_t smem = fixed + direct_band_bytes(C, W, WS, d.RB, A);
-    const direct_kernel_fn fn = direct_kernel_for(K, PH, MB);
+    const size_t smem = fixed + ((size_t)2 * C * d.CS + 3) / 4 * 4 * sizeof(float) + 2 * (size_t)C * d.RW * 4;
+    const direct_kernel_fn fn = direct_kernel_for(K, PH, PW, MB, d.quad_out == 2 && PH == 2 ? 2 : 0);
     if (smem > 48 * 1024)
         CUDA_RET(cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     /* Pooled layers: blocks of half the threads where four of them fit on an SM (as many warps as two whole ones,
@@ -652,13 +805,19 @@ int nc_conv_launch_fused(float *y, const float *x, const uint8_t *x_u8, const nc
 
 int nc_conv_launch_fused_rows(float *y, const float *x, const uint8_t *x_u8, const nc_conv_lut *lut, const float *k,
                               const float *bias, int B, int C, int H, int W, int M, int K, const nc_conv_epilogue *e,
-                              cudaStream_t stream, nc_error *err) {
-    return direct_launch(y, x, x_u8, lut, k, bias, B, C, H, W, M, K, e, 1, stream, err);
+                              int rows, cudaStream_t stream, nc_error *err) {
+    if (rows != 1 && rows != 2) return nc_fail(err, NC_ERR_ARG, "conv: rows of four a thread: 1 or 2, not %d", rows);
+    return direct_launch(y, x, x_u8, lut, k, bias, B, C, H, W, M, K, e, rows, stream, err);
 }
 
 int nc_conv_launch_direct_rows(NC_CONV_LAUNCHER_ARGS) {
     const nc_conv_epilogue none = {EPI_NONE, EPI_NONE, 1, 1};
     return direct_launch(y, x, NULL, NULL, k, bias, B, C, H, W, M, K, &none, 1, stream, err);
+}
+
+int nc_conv_launch_direct_tiles(NC_CONV_LAUNCHER_ARGS) {
+    const nc_conv_epilogue none = {EPI_NONE, EPI_NONE, 1, 1};
+    return direct_launch(y, x, NULL, NULL, k, bias, B, C, H, W, M, K, &none, 2, stream, err);
 }
 
 int nc_conv_launch_direct(NC_CONV_LAUNCHER_ARGS) {

@@ -23,6 +23,9 @@
  *  13  direct-rows: version 5 with each thread's outputs a row of four (2 x 2 in version 5), stored as one 16-byte
  *      word a channel, so that a warp writes whole runs of y; the convolution alone (conv_direct.cu; several
  *      channels of float input: conv_directc.cu, as version 5)
+ *  14  direct-tiles: version 5 with each thread's outputs two rows of four for 4 channels, the weights tap-major (a
+ *      tap's four channels one 16-byte load, for 32 multiply-adds), the window's rows loaded as the taps reach them;
+ *      the convolution alone (conv_direct.cu; several channels of float input: conv_directc.cu, as version 5)
  *   Each file's header comment gives the command that runs its versions; conv_ladder.h declares them.
  *
  * Semantics (every version): y is (B, M, H-K+1, W-K+1), x is (B, C, H, W),
@@ -115,6 +118,8 @@ static const conv_version versions[] = {
     {"splitc-atomic", "", NC_PRECISION_FP32, 0, nc_conv_launch_splitc_atomic, NULL},
     /* Version 5 with a row of four outputs a thread, one layer at a time (not fused). */
     {"direct-rows", "", NC_PRECISION_FP32, 1, nc_conv_launch_direct_rows, NULL},
+    /* Version 5 with two rows of four outputs a thread and the weights tap-major, one layer at a time (not fused). */
+    {"direct-tiles", "", NC_PRECISION_FP32, 1, nc_conv_launch_direct_tiles, NULL},
 };
 #define N_VERSIONS ((int)(sizeof versions / sizeof versions[0]))
 

@@ -44,7 +44,8 @@ int nc_conv_launch_fp16(NC_CONV_LAUNCHER_ARGS);
 int nc_conv_launch_bf16(NC_CONV_LAUNCHER_ARGS);
 int nc_conv_launch_splitc_tree(NC_CONV_LAUNCHER_ARGS);
 int nc_conv_launch_splitc_atomic(NC_CONV_LAUNCHER_ARGS);
-int nc_conv_launch_direct_rows(NC_CONV_LAUNCHER_ARGS); /* version 13 */
+int nc_conv_launch_direct_rows(NC_CONV_LAUNCHER_ARGS);  /* version 13 */
+int nc_conv_launch_direct_tiles(NC_CONV_LAUNCHER_ARGS); /* version 14 */
 
 /* What a fused version applies to the convolution's output before the one store: bias (in the launcher's
  * arguments), then the activation, then the pooling. */
@@ -70,10 +71,11 @@ typedef struct nc_conv_lut {
 int nc_conv_launch_fused(float *y, const float *x, const uint8_t *x_u8, const nc_conv_lut *lut, const float *k,
                          const float *bias, int B, int C, int H, int W, int M, int K, const nc_conv_epilogue *e,
                          cudaStream_t stream, nc_error *err);
-/* The same with version 13's patches where the layer is unpooled: a row of four outputs a thread (bench/ab). */
+/* The same with other patches where the layer is unpooled: rows = 1, a row of four outputs a thread (version 13's);
+ * rows = 2, two rows of four (version 14's). For bench/ab and the tests. */
 int nc_conv_launch_fused_rows(float *y, const float *x, const uint8_t *x_u8, const nc_conv_lut *lut, const float *k,
                               const float *bias, int B, int C, int H, int W, int M, int K, const nc_conv_epilogue *e,
-                              cudaStream_t stream, nc_error *err);
+                              int rows, cudaStream_t stream, nc_error *err);
 
 /* Versions 5 and 6 on layers of several channels (conv_directc.cu; nc_conv_launch_fused calls it for float input
  * where it takes the layer): C > 1, K = 3..7, an epilogue nc_conv_direct_fuses takes, a tile of every channel group

@@ -60,11 +60,11 @@ static void test_case(int B, int C, int H, int W, int M, int K, int with_bias) {
         if (rc == NC_ERR_ARG) { /* a shape outside the version's range: said, not computed wrongly */
             printf("%s: not taken: %s\n", what, err.msg);
             CHECK(strstr(err.msg, "version") != NULL);
-            /* Versions 5, 6 and 13 take every K = 3..7 layer here (the largest, C = 64 of 20 x 20 with M = 64, only
+            /* Versions 5, 6, 13 and 14 take every K = 3..7 layer here (the largest, C = 64 of 20 x 20 with M = 64, only
              * above their usual 96 KB of shared memory: two bands and a group's weights take 133 KB). */
-            if ((v == 5 || v == 6 || v == 13) && K >= 3 && K <= 7)
-                fprintf(stderr, "%s: versions 5, 6 and 13 must take it\n", what);
-            CHECK(!((v == 5 || v == 6 || v == 13) && K >= 3 && K <= 7));
+            if ((v == 5 || v == 6 || v == 13 || v == 14) && K >= 3 && K <= 7)
+                fprintf(stderr, "%s: versions 5, 6, 13 and 14 must take it\n", what);
+            CHECK(!((v == 5 || v == 6 || v == 13 || v == 14) && K >= 3 && K <= 7));
             continue;
         }
         check_rc(rc, &err, what);
@@ -173,9 +173,11 @@ static void test_fused_case(int B, int C, int H, int W, int M, int K, int with_b
  * outputs a thread as float2 pairs where y is 8-byte aligned, else one at a time; and version 13's row of four
  * outputs a thread as one 16-byte store where Ho Wo is a multiple of 4 and y 16-byte aligned (Wo a multiple of 4; Wo
  * = 2 mod 4 with Ho even, H = 18: odd rows' fours two columns to the left, a row's first and last two as 8 bytes),
- * else one at a time; M = 10 and 12 (one group of 10 channels a thread, two of 6). Every width modulo 4 and every
- * output address modulo 16 (y offset by 0..3 floats): the same bits at every offset and for both kinds of patch,
- * close to the reference, and the words before and after the output untouched. */
+ * else one at a time; and version 14's two rows of four a thread, 16 bytes a row where Wo is a multiple of 4 and y
+ * 16-byte aligned, else two float2 pairs (the second left out past Wo) or one at a time, the second row left out
+ * past an odd Ho (H = 17); M = 10 and 12 (one group of 10 channels a thread, two of 6; version 14: 4 a thread).
+ * Every width modulo 4 and every output address modulo 16 (y offset by 0..3 floats): the same bits at every offset
+ * and for every kind of patch, close to the reference, and the words before and after the output untouched. */
 static void test_unpooled_stores(void) {
     static const int shapes[][3] = {{3, 17, 10}, {1, 17, 10}, {1, 18, 12}, {1, 18, 10}}; /* C, H, M */
     for (int sh = 0; sh < 4; sh++)
@@ -195,15 +197,21 @@ static void test_unpooled_stores(void) {
             CU(cudaMalloc((void **)&dy, (ny + 8) * sizeof(float)));
             const nc_conv_epilogue alone = {-1, -1, 1, 1};
             CHECK(nc_conv_directc_takes(C, H, W, M, K, &alone) == (C > 1));
-            for (int run = 0; run < (C == 1 ? 8 : 4); run++) {
-                const int at = run % 4, rows = run / 4; /* rows: version 13's rows of four (C = 1) */
-                char what[112];
+            for (int run = 0; run < (C == 1 ? 12 : 4); run++) {
+                /* rows (C = 1): 2 x 2 patches, version 13's rows of four, version 14's two rows of four */
+                const int at = run % 4, rows = run / 4;
+                char what[128];
                 snprintf(what, sizeof what, "unpooled stores C %d Ho %d Wo %d M %d%s, y + %d floats", C, Ho, Wo, M,
-                         rows ? " rows of four" : "", at);
+                         rows == 1   ? " rows of four"
+                         : rows == 2 ? " two rows of four"
+                                     : "",
+                         at);
                 CU(cudaMemset(dy, 0xFF, (ny + 8) * sizeof(float)));
                 nc_error err = {0};
-                check_rc((rows ? nc_conv_launch_fused_rows : nc_conv_launch_fused)(dy + at, dx, NULL, NULL, dk, db, B,
-                                                                                   C, H, W, M, K, &alone, stream, &err),
+                check_rc(rows ? nc_conv_launch_fused_rows(dy + at, dx, NULL, NULL, dk, db, B, C, H, W, M, K, &alone,
+                                                          rows, stream, &err)
+                              : nc_conv_launch_fused(dy + at, dx, NULL, NULL, dk, db, B, C, H, W, M, K, &alone, stream,
+                                                     &err),
                          &err, what);
                 float *all = host_from(dy, ny + 8);
                 check_close(what, all + at, ref, ny, 1e-4, 1e-4);
@@ -257,8 +265,12 @@ static void test_versions(void) {
      * conv_directc.cu's). */
     test_case(2, 8, 150, 140, 5, 5, 1);
     /* One channel in several bands; Wo = 274 = 2 mod 4, so that version 13 shifts its odd rows' fours and its bands
-     * hold an even number of rows. */
+     * hold an even number of rows; version 14 shifts its tiles' second rows. */
     test_case(2, 1, 422, 278, 6, 5, 1);
+    /* K = 4 and W = 262 = 2 mod 4 (Wo = 259, no 16-byte stores): float bands copied flat where each starts 16-byte
+     * aligned, bands of an even number of rows (versions 5, 6 and 14: 42 rows), and a row at a time where not
+     * (version 13's bands of 43 rows). */
+    test_case(2, 1, 422, 262, 6, 4, 1);
     /* Several channels: items of a few tiles of many channel groups (5 tiles of 25 groups a team), and layers that
      * conv_directc.cu leaves to conv_direct.cu's kernel: more channel groups than a team has threads, weights over
      * its shared memory. */
@@ -369,6 +381,7 @@ int main(void) {
         test_fused_case(300, 6, 22, 22, 16, 5, 0, NC_SIGMOID, NC_AVGPOOL, 2, 0);
         test_unpooled_stores();
         test_case(2, 1, 422, 278, 6, 5, 1); /* every version; version 13's shifted rows in several bands */
+        test_case(2, 1, 422, 262, 6, 4, 1); /* flat copies in bands of an even number of rows, or a row at a time */
         CU(cudaStreamDestroy(stream));
         return nc_test_done("test_conv_ladder (quick)");
     }
