@@ -5,8 +5,9 @@
 # speed-up over the first, and DIFF where the output bits differ among variants (different sums, or a bug).
 #   bash bench/ab/run.sh .c2              (on the GPU machine, from the tree's root; the table also in $OUT/ab.log)
 # VARIANTS ("none" and every .c2/v/*.so.xz by default; NAME=VALUE runs the library as built with it in conv_one's
-# environment, as NC_AB_ROWS=1, and LIB:NAME=VALUE the variant LIB so; several as NAME=VALUE,NAME=VALUE), LAYERS ("C H W M K POOL ACT U8|...": conv_one's arguments;
-# the zoo's second layers fused and alone, and its first layers alone, by default), REPS (20). MEMSET=1 adds a row
+# environment, as NC_AB_ROWS=1, and LIB:NAME=VALUE the variant LIB so; several as NAME=VALUE,NAME=VALUE), LAYERS
+# ("C H W M K POOL ACT U8|...": conv_one's arguments; the zoo's second layers fused and alone, and its first layers
+# alone, by default), REPS (20). MEMSET=1 adds a row
 # a layer timing a cudaMemsetAsync of its output; NCU=1 profiles the library's kernel on the first layers of
 # NCU_LAYERS (ncu --set full; bench/ncu_summary.py's digest in $OUT/ncu.log).
 set -u

@@ -35,8 +35,9 @@
  *      (the window two columns wider), so that both rows' words are aligned. ncu put version 5's instructions on
  *      2018 fall's first layer at 76% FFMA, the rest the window, the weights and the epilogue; version 14's are
  *      82.5% FFMA, and the layer alone took 1.41 -> 1.30 ms, 2020's 0.74 -> 0.66, 2017's 0.48 -> 0.45 (H100,
- *      2026-11-25). A version of its own, as the default times it with the others: 2019 spring's first layer
- *      (M = 6: two groups of 4, a quarter of the sums wasted) is slower. The convolution alone.
+ *      2026-11-25). A version of its own, as the default times it with the others: 2019 spring's first layer is
+ *      slower (M = 6: two groups of 4, a quarter of the sums padding, though 2018 spring's, also M = 6, gains).
+ *      The convolution alone.
  *      nanoconv eval --model M --backend cuda --conv-kernel 14
  * Layers of several channels on float input go to conv_directc.cu's kernel where it takes them (the zoo's second
  * layers: it is 1.2 to 1.4 times as fast there); this one keeps one-channel layers, uint8 pixels and the rest.
@@ -252,8 +253,8 @@ __device__ __forceinline__ void direct_convert(float *xs, const uint32_t *raw, c
     }
 }
 
-/* N floats of a window row from the staged band: by 8-byte loads where PAIRS (N even, and the band's row stride and
- * the offset even too), else one float at a time. */
+/* N floats of a window row from the staged band: by 8-byte loads where PAIRS (the window's width even: then N, the
+ * band's row stride and the offset are even too), else one float at a time. */
 template <int N, bool PAIRS> __device__ __forceinline__ void direct_window_part(float *row, const float *src) {
     if constexpr (PAIRS) {
         static_assert(N % 2 == 0, "pairs of floats");
@@ -266,12 +267,6 @@ template <int N, bool PAIRS> __device__ __forceinline__ void direct_window_part(
 #pragma unroll
         for (int s = 0; s < N; s++) row[s] = src[s];
     }
-}
-
-/* A window row of WW floats: by 8-byte loads where WW is even (then the band's row stride and the window's offset
- * are even too). */
-template <int WW> __device__ __forceinline__ void direct_window_row(float (&row)[WW], const float *src) {
-    direct_window_part<WW, WW % 2 == 0>(row, src);
 }
 
 /* Element i of group g's staged weights (C, WGC), zeros past M and in the padding: a (channel, output channel) row of
@@ -292,8 +287,9 @@ __device__ __forceinline__ float direct_weight(const float *__restrict__ k, cons
  * turn; blockDim.x threads walk the band's patches. The next item's band is copied by cp.async while this one's is
  * computed, so that the copy's memory latency is behind the arithmetic (it was a barrier stall of 15% and a load
  * stall of 6% on the 2017 layer: ncu, 2026-11-22). Dynamic shared memory:
- *   ws (G, C, MB, KK4)  the weights, each (m, c) row of K*K padded with zeros to KK4 (a multiple of 4), for all
- *                       G = ceil(M / MB) groups staged once (w_all), or for one group at a time
+ *   ws (G, C, WGC)      the weights (direct_weight), each (m, c) row of K*K padded with zeros to KK4 (a multiple of
+ *                       4), or for two rows of four tap-major (K*K, MB4), for all G = ceil(M / MB) groups staged
+ *                       once (w_all), or for one group at a time
  *   bs (G MB)           the bias, zeros past M (where there is one), rounded up to 4 floats
  *   xs (2, C, CS)       two bands, each channel's RB rows of stride WS (W where flat), zero past the image but where
  *                       flat: one computed, the other being copied (float input) or converted from raw after the
@@ -311,7 +307,7 @@ __global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PH, PW, 
     static_assert(SH == 0 || (SH == 2 && PH == 2 && PW == 4), "only two rows of four shift their second row");
     /* Tiles of two rows of four (version 14) take the weights tap-major: a tap's MB channels (padded to MB4) are one
      * or two 16-byte loads, each used for 8 outputs a channel; the other shapes take a channel's K K taps a row. */
-    constexpr bool TAPS = PH == 2 && PW == 4;
+    constexpr bool TAPS = PH == 2 && PW == 4, PAIRS = WW % 2 == 0;          /* PAIRS: the window read by 8-byte loads */
     constexpr int MB4 = (MB + 3) / 4 * 4, WGC = TAPS ? KK * MB4 : MB * KK4; /* floats a (group, channel) */
     extern __shared__ __align__(16) float smem[];
     const int C = d.C, WS = d.WS, band = C * d.CS;
@@ -399,13 +395,13 @@ __global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PH, PW, 
                          * last (the second's alone) load only what their output row reads, so that no row reads
                          * before the band (rows 1.. of the window read the staged row before's last floats). */
                         const float4 *w4 = reinterpret_cast<const float4 *>(wg + c * WGC);
-                        direct_window_part<WW, K % 2>(win[0] + SH, xw + SH);
+                        direct_window_part<WW, PAIRS>(win[0] + SH, xw + SH);
 #pragma unroll
                         for (int p = 0; p < K; p++) {
                             if (p + 1 < K)
-                                direct_window_part<WW + SH, K % 2>(win[p + 1], xw + (p + 1) * WS);
+                                direct_window_part<WW + SH, PAIRS>(win[p + 1], xw + (p + 1) * WS);
                             else
-                                direct_window_part<WW, K % 2>(win[p + 1], xw + (p + 1) * WS);
+                                direct_window_part<WW, PAIRS>(win[p + 1], xw + (p + 1) * WS);
 #pragma unroll
                             for (int q = 0; q < K; q++) {
                                 float wv[MB4];
@@ -426,7 +422,7 @@ __global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PH, PW, 
                         }
                     } else {
 #pragma unroll
-                        for (int r = 0; r < WH; r++) direct_window_row<WW>(win[r], xw + r * WS);
+                        for (int r = 0; r < WH; r++) direct_window_part<WW, PAIRS>(win[r], xw + r * WS);
 #pragma unroll
                         for (int mi = 0; mi < MB; mi++) {
                             const float4 *w4 = reinterpret_cast<const float4 *>(wg + (c * MB + mi) * KK4);

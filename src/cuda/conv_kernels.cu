@@ -102,7 +102,7 @@ typedef struct {
 
 static const conv_version versions[] = {
     {"naive", "", NC_PRECISION_FP32, 1, conv_launch1, (const void *)conv_forward_kernel1},
-    /* Versions 2..13 pick among several kernels at launch: no one kernel to load ahead (kernel NULL). */
+    /* Versions 2..14 pick among several kernels at launch: no one kernel to load ahead (kernel NULL). */
     {"tiled", "", NC_PRECISION_FP32, 1, nc_conv_launch_tiled, NULL},
     {"unroll+gemm", "", NC_PRECISION_FP32, 1, nc_conv_launch_unroll_gemm, NULL},
     {"implicit-gemm", "", NC_PRECISION_FP32, 1, nc_conv_launch_implicit_gemm, NULL},
