@@ -245,6 +245,59 @@ static void test_unpooled_stores(void) {
         }
 }
 
+/* Versions 13 and 14 (rows of four a thread) on many images of one channel, next to version 5's 2 x 2 patches: more
+ * images than blocks, so that each block's copy of its next image runs from one image into the next, in images of
+ * fewer units than a block has threads (8 x 8: most threads have no unit of an image) and of many (the zoo's first
+ * layers, Wo = 2 mod 4 among them, where the rows or the tiles' second rows are shifted). Against the reference,
+ * every output written (the output is NaN before), and the same bits in all three (the same sums in the same
+ * order). Written for a pipelined walk across images (tried and left out, docs/PERFORMANCE.md), kept for the
+ * paths as they are. */
+static void test_rows_many_images(int B, int H, int W, int M, int K) {
+    const int Ho = H - K + 1, Wo = W - K + 1;
+    const size_t nx = (size_t)B * H * W, nk = (size_t)M * K * K, ny = (size_t)B * M * Ho * Wo;
+    float *x = xmalloc(nx * sizeof(float)), *k = xmalloc(nk * sizeof(float)), *bias = xmalloc(M * sizeof(float));
+    float *ref = xmalloc(ny * sizeof(float)), *patches = NULL;
+    fill(x, nx, -1.0f, 1.0f);
+    fill(k, nk, -0.2f, 0.2f);
+    fill(bias, M, -1.0f, 1.0f);
+    nc_ref_conv(ref, x, k, bias, B, 1, H, W, M, K);
+    float *dx = dev_from(x, nx * sizeof(float)), *dk = dev_from(k, nk * sizeof(float));
+    float *db = dev_from(bias, M * sizeof(float)), *dy;
+    CU(cudaMalloc((void **)&dy, ny * sizeof(float)));
+    const nc_conv_epilogue alone = {-1, -1, 1, 1};
+    static const char *const patch[3] = {"2 x 2 patches", "rows of four", "two rows of four"};
+    for (int rows = 0; rows <= 2; rows++) {
+        char what[128];
+        snprintf(what, sizeof what, "%s, %d images of 1 x %d x %d, M %d K %d", patch[rows], B, H, W, M, K);
+        CU(cudaMemset(dy, 0xFF, ny * sizeof(float))); /* NaN: an output not written fails the comparison */
+        nc_error err = {0};
+        const int rc =
+            rows ? nc_conv_launch_fused_rows(dy, dx, NULL, NULL, dk, db, B, 1, H, W, M, K, &alone, rows, stream, &err)
+                 : nc_conv_launch_fused(dy, dx, NULL, NULL, dk, db, B, 1, H, W, M, K, &alone, stream, &err);
+        check_rc(rc, &err, what);
+        CU(cudaGetLastError());
+        float *y = host_from(dy, ny);
+        check_close(what, y, ref, ny, 1e-4, 1e-4);
+        if (!patches) {
+            patches = y;
+            continue;
+        }
+        const int same = memcmp(y, patches, ny * sizeof(float)) == 0;
+        if (!same) fprintf(stderr, "%s: not the bits of the 2 x 2 patches\n", what);
+        CHECK(same);
+        free(y);
+    }
+    CU(cudaFree(dx));
+    CU(cudaFree(dk));
+    CU(cudaFree(db));
+    CU(cudaFree(dy));
+    free(x);
+    free(k);
+    free(bias);
+    free(ref);
+    free(patches);
+}
+
 static void test_versions(void) {
     for (int K = 3; K <= 7; K++) {
         for (int rep = 0; rep < 4; rep++) {
@@ -382,12 +435,20 @@ int main(void) {
         test_unpooled_stores();
         test_case(2, 1, 422, 278, 6, 5, 1); /* every version; version 13's shifted rows in several bands */
         test_case(2, 1, 422, 262, 6, 4, 1); /* flat copies in bands of an even number of rows, or a row at a time */
+        test_rows_many_images(1200, 8, 8, 4, 5); /* rows of four, many images a block */
+        test_rows_many_images(600, 72, 72, 12, 7);
         CU(cudaStreamDestroy(stream));
         return nc_test_done("test_conv_ladder (quick)");
     }
     test_versions();
     test_fused();
     test_unpooled_stores();
+    test_rows_many_images(3000, 8, 8, 4, 5);    /* 4 x 4 outputs: 2 to 4 units an image, 32 threads */
+    test_rows_many_images(2000, 32, 32, 12, 5); /* Wo = 28 */
+    test_rows_many_images(1000, 28, 28, 50, 5); /* 2017 */
+    test_rows_many_images(1000, 72, 72, 12, 7); /* 2018 fall: Wo = 66 = 2 mod 4 */
+    test_rows_many_images(1000, 86, 86, 4, 7);  /* 2020 */
+    test_rows_many_images(700, 70, 70, 12, 5);  /* 2019 fall: Wo = 66 */
     CU(cudaStreamDestroy(stream));
     return nc_test_done("test_conv_ladder");
 }
