@@ -4,9 +4,11 @@
 # runs on a GPU machine.
 #   tools/make_bundle.sh build-shared .c2               (the bundle: the library and binaries of a shared build)
 #   bench/ab/build.sh build-shared .c2 base=src/cuda v1=/tmp/v1 ...
-# NAME=DIR compiles DIR/conv_direct.cu and DIR/conv_directc.cu (the tree's, from src/cuda, for a file DIR lacks) alone
-# into .c2/v/NAME.so.xz, which run.sh preloads over libnanoconv.so: its launchers take the calls, the rest of the
-# library stays. The harness, bench/ab/conv_one.c (the build's conv_one target), goes to .c2/conv_one.
+# NAME=DIR compiles those of DIR/conv_direct.cu and DIR/conv_directc.cu that DIR has, alone, into .c2/v/NAME.so.xz,
+# which run.sh preloads over libnanoconv.so: its launchers take the calls, and the rest (the other file's launchers
+# among them) stays the library's. Machine code for ARCH only, no PTX: a variant runs on the GPU it was built for, and
+# is half the size (a call carries at most 64 MiB, the tree included). The harness, bench/ab/conv_one.c (the build's
+# conv_one target), goes to .c2/conv_one.
 set -eu
 BUILD=$1 D=$2
 shift 2
@@ -32,11 +34,15 @@ for nv in "$@"; do
     name=${nv%%=*} dir=${nv#*=}
     srcs=
     for f in conv_direct.cu conv_directc.cu; do
-        if [ -f "$dir/$f" ]; then srcs="$srcs $dir/$f"; else srcs="$srcs src/cuda/$f"; fi
+        [ -f "$dir/$f" ] && srcs="$srcs $dir/$f"
     done
+    [ -n "$srcs" ] || {
+        echo "bench/ab/build.sh: $dir has neither conv_direct.cu nor conv_directc.cu" >&2
+        exit 1
+    }
     # -I "$dir" first, so that a variant may carry its own headers too.
-    "$NVCC" -O3 -std=c++17 -arch="$ARCH" -lineinfo -shared -cudart shared -Xcompiler=-fPIC -I "$dir" -I src -I include \
-        -o "$tmp/$name.so" $srcs
+    "$NVCC" -O3 -std=c++17 -gencode "arch=compute_${ARCH#sm_},code=$ARCH" -lineinfo -shared -cudart shared \
+        -Xcompiler=-fPIC -I "$dir" -I src -I include -o "$tmp/$name.so" $srcs
     strip -o "$D/v/$name.so" "$tmp/$name.so"
     rm -f "$D/v/$name.so.xz"
     xz -9e "$D/v/$name.so"
