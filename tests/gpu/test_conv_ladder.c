@@ -168,6 +168,15 @@ static void test_fused_case(int B, int C, int H, int W, int M, int K, int with_b
     free(ref);
 }
 
+/* The convolution alone through conv_direct.cu's launchers: 2 x 2 patches (rows 0: version 5), a row of four a thread
+ * (1: version 13) or two rows of four (2: version 14). */
+static int launch_alone(float *y, const float *x, const float *k, const float *bias, int B, int C, int H, int W, int M,
+                        int K, int rows, nc_error *err) {
+    const nc_conv_epilogue alone = {-1, -1, 1, 1};
+    return rows ? nc_conv_launch_fused_rows(y, x, NULL, NULL, k, bias, B, C, H, W, M, K, &alone, rows, stream, err)
+                : nc_conv_launch_fused(y, x, NULL, NULL, k, bias, B, C, H, W, M, K, &alone, stream, err);
+}
+
 /* The unpooled stores. conv_directc.cu's (C = 3): a tile row's four outputs as one 16-byte store, two 8-byte ones or
  * 4 + 8 + 4 bytes, as the address falls, and one at a time at the right edge. conv_direct.cu's (C = 1): 2 x 2
  * outputs a thread as float2 pairs where y is 8-byte aligned, else one at a time; and version 13's row of four
@@ -208,11 +217,7 @@ static void test_unpooled_stores(void) {
                          at);
                 CU(cudaMemset(dy, 0xFF, (ny + 8) * sizeof(float)));
                 nc_error err = {0};
-                check_rc(rows ? nc_conv_launch_fused_rows(dy + at, dx, NULL, NULL, dk, db, B, C, H, W, M, K, &alone,
-                                                          rows, stream, &err)
-                              : nc_conv_launch_fused(dy + at, dx, NULL, NULL, dk, db, B, C, H, W, M, K, &alone, stream,
-                                                     &err),
-                         &err, what);
+                check_rc(launch_alone(dy + at, dx, dk, db, B, C, H, W, M, K, rows, &err), &err, what);
                 float *all = host_from(dy, ny + 8);
                 check_close(what, all + at, ref, ny, 1e-4, 1e-4);
                 int guard = 1;
@@ -264,18 +269,13 @@ static void test_rows_many_images(int B, int H, int W, int M, int K) {
     float *dx = dev_from(x, nx * sizeof(float)), *dk = dev_from(k, nk * sizeof(float));
     float *db = dev_from(bias, M * sizeof(float)), *dy;
     CU(cudaMalloc((void **)&dy, ny * sizeof(float)));
-    const nc_conv_epilogue alone = {-1, -1, 1, 1};
     static const char *const patch[3] = {"2 x 2 patches", "rows of four", "two rows of four"};
     for (int rows = 0; rows <= 2; rows++) {
         char what[128];
         snprintf(what, sizeof what, "%s, %d images of 1 x %d x %d, M %d K %d", patch[rows], B, H, W, M, K);
         CU(cudaMemset(dy, 0xFF, ny * sizeof(float))); /* NaN: an output not written fails the comparison */
         nc_error err = {0};
-        const int rc =
-            rows ? nc_conv_launch_fused_rows(dy, dx, NULL, NULL, dk, db, B, 1, H, W, M, K, &alone, rows, stream, &err)
-                 : nc_conv_launch_fused(dy, dx, NULL, NULL, dk, db, B, 1, H, W, M, K, &alone, stream, &err);
-        check_rc(rc, &err, what);
-        CU(cudaGetLastError());
+        check_rc(launch_alone(dy, dx, dk, db, B, 1, H, W, M, K, rows, &err), &err, what);
         float *y = host_from(dy, ny);
         check_close(what, y, ref, ny, 1e-4, 1e-4);
         if (!patches) {
