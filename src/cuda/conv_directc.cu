@@ -14,13 +14,21 @@
  *     output's width; the host picks the team size that keeps the most tiles of real output working on an SM;
  *   - a team copies its item one channel plane at a time (the input rows its tiles read) into a ring of DC_NBUF
  *     planes by cp.async, DC_NBUF - 1 planes ahead of the one it computes, across items, so that the copies run
- *     behind the arithmetic; a plane costs one barrier of the team's threads alone (bar.sync with an id a team);
+ *     behind the arithmetic; a plane costs one barrier of the team's threads alone (bar.sync with an id a team).
+ *     A plane is copied a word at a time by a table of offsets, with zeros past the rows' W words; or, where it is
+ *     one 16-byte aligned run of x (W even, H W a multiple of 4: the second layers of 2018 spring, 2019 spring and
+ *     2020), flat, 16 bytes a copy, in rows of W words (the kernel's F = 1; F = 2 where W = 2 mod 4, its rows then
+ *     read by 8 bytes);
  *   - all the weights stay in shared memory for the block's life, shared by its teams, transposed to (c, p, g, q, m)
- *     so that a tap's MB channels are MB/4 broadcast 16-byte loads; a tile's input rows are read as 16-byte words.
+ *     so that a tap's MB channels are MB/4 broadcast 16-byte loads; a tile's input rows are read as 16-byte words
+ *     (8-byte where F = 2).
  * Measured side by side with conv_direct.cu's kernel (H100, N = 10000, 2026-11-23; docs/PERFORMANCE.md): 2018
  * fall's second layer 7.9 -> 5.8 ms alone, 7.7 -> 5.5 fused with tanh and max pooling. The copy by a table of
  * offsets, the weights' order, the unroll for K <= 5 and the 16-byte unpooled stores then took the zoo's second
- * layers from 0.56-5.54 ms to 0.53-5.13 fused and 0.68-5.84 to 0.58-5.61 alone (the same bits).
+ * layers from 0.56-5.54 ms to 0.53-5.13 fused and 0.68-5.84 to 0.58-5.61 alone (the same bits). The flat copies
+ * took those three layers 1.4-6.1% faster (H100, 2026-11-25, bench/ab side by side: 2018 spring's 1.000 -> 0.959
+ * ms, 2019 spring's 0.534 -> 0.526 fused and 0.574 -> 0.560 alone, 2020's 1.494 -> 1.433 fused and 2.079 -> 1.959
+ * alone; the same bits).
  *
  *   nanoconv eval --model M --backend cuda --conv-kernel 6     (a model whose second layer has C > 1)
  *   nanoconv bench --backend cuda --shape 12x33x33:24x7+tanh+maxpool2 --versions 5,6
@@ -47,7 +55,11 @@ struct dc_params {
     int tcols, tiles;     /* tiles across the output, and in all (tile rows times tcols) */
     int team_tiles;       /* an item: that many consecutive tiles of an image, in row-major order */
     int per_image, items; /* items an image; B * per_image */
-    int RB, WS;           /* a staged plane: rows, and the row stride in words (a multiple of 4) */
+    int RB, WS;           /* a staged plane: rows, and the row stride in words (a multiple of 4, or W where flat) */
+    int PS;               /* a plane's words in the ring: RB WS, or where flat RB W and the 3 words a window reads
+                             past them, rounded up to 4 */
+    int flat;             /* a plane copied as the one run of x that it is (W even, H W a multiple of 4, x 16-byte
+                             aligned): 16 bytes a copy, rows of W words */
     int teams;            /* teams a block */
     int team_threads;     /* a team's threads (whole warps) */
     int team_units;       /* those with a tile: channel groups times team_tiles */
@@ -73,19 +85,39 @@ __device__ __forceinline__ void dc_stage(float *dst, const float *src, int lim, 
     }
 }
 
-/* N floats from a 16-byte aligned src: as many 16-byte loads as fit, then an 8- and a 4-byte one as needed. */
-template <int N> __device__ __forceinline__ void dc_load_row(float (&v)[N], const float *src) {
+/* A flat plane (d.flat): the n words from src, 16 bytes a copy, those from lim on (the channel's end: a multiple of
+ * 4, as are H W and the first row's offset) zero; this thread's copies i = 4 tt, 4 (tt + step), ... The last copy may
+ * write up to 3 words past n, which the plane's PS leaves room for. Committed as one cp.async group by the caller. */
+__device__ __forceinline__ void dc_stage_flat(float *dst, const float *src, int lim, int n, int tt, int step) {
+    for (int i = 4 * tt; i < n; i += 4 * step) {
+        const bool in = i < lim;
+        nc_cp_async16(dst + i, src + (in ? i : 0), in ? 16 : 0);
+    }
+}
+
+/* N floats from src, 16-byte aligned (A8 false: as many 16-byte loads as fit, then an 8- and a 4-byte one as needed)
+ * or only 8-byte aligned (A8: by 8 bytes; the rows of a flat plane with W = 2 mod 4). */
+template <int N, bool A8> __device__ __forceinline__ void dc_load_row(float (&v)[N], const float *src) {
+    if constexpr (A8) {
 #pragma unroll
-    for (int j = 0; j + 4 <= N; j += 4) {
-        const float4 f = *reinterpret_cast<const float4 *>(src + j);
-        v[j] = f.x, v[j + 1] = f.y, v[j + 2] = f.z, v[j + 3] = f.w;
+        for (int j = 0; j + 2 <= N; j += 2) {
+            const float2 f = *reinterpret_cast<const float2 *>(src + j);
+            v[j] = f.x, v[j + 1] = f.y;
+        }
+        if constexpr (N % 2 == 1) v[N - 1] = src[N - 1];
+    } else {
+#pragma unroll
+        for (int j = 0; j + 4 <= N; j += 4) {
+            const float4 f = *reinterpret_cast<const float4 *>(src + j);
+            v[j] = f.x, v[j + 1] = f.y, v[j + 2] = f.z, v[j + 3] = f.w;
+        }
+        constexpr int j2 = N / 4 * 4;
+        if constexpr (N % 4 >= 2) {
+            const float2 f = *reinterpret_cast<const float2 *>(src + j2);
+            v[j2] = f.x, v[j2 + 1] = f.y;
+        }
+        if constexpr (N % 2 == 1) v[N - 1] = src[N - 1];
     }
-    constexpr int j2 = N / 4 * 4;
-    if constexpr (N % 4 >= 2) {
-        const float2 f = *reinterpret_cast<const float2 *>(src + j2);
-        v[j2] = f.x, v[j2 + 1] = f.y;
-    }
-    if constexpr (N % 2 == 1) v[N - 1] = src[N - 1];
 }
 
 /* The barrier of team t's threads alone (barrier 0 is __syncthreads'). */
@@ -199,17 +231,18 @@ __device__ __forceinline__ void dc_epilogue(float (&acc)[TR][TC][MB], float *__r
  * samples of 2018 fall's second layer at it, 2026-11-23). Dynamic shared memory:
  *   ws (C, K, G, K, MB)           the weights, zero past M: for a row p of taps, a channel group's K taps of MB
  *                                 channels are contiguous, so that their loads take constant offsets
- *   rings (teams, DC_NBUF, RB, WS) channel planes; plane u of a team's sequence (item u / C, channel u % C) in slot
- *                                 u % DC_NBUF
- *   ofs (RB, WS)                  the copy's table (dc_stage) */
-template <int K, int P>
+ *   rings (teams, DC_NBUF, PS)    channel planes of RB rows of WS words (W where flat); plane u of a team's sequence
+ *                                 (item u / C, channel u % C) in slot u % DC_NBUF
+ *   ofs (RB, WS)                  the copy's table (dc_stage), but where flat (dc_stage_flat) */
+template <int K, int P, int F>
 __global__ void __launch_bounds__(DC_THREADS_MAX, 1)
     conv_directc_kernel(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ k,
                         const float *__restrict__ bias, const dc_params d) {
     constexpr int TR = dc_tile<P>::TR, TC = dc_tile<P>::TC, MB = dc_tile<P>::MB;
     constexpr int KK = K * K, RN = TC + K - 1; /* a tile row's input: RN floats */
     extern __shared__ __align__(16) float smem[];
-    const int C = d.C, MP = d.MP, PS = d.RB * d.WS;
+    constexpr bool FLAT = F > 0, A8 = F == 2; /* the plane copied flat (d.flat); its rows 8-byte aligned only */
+    const int C = d.C, MP = d.MP, PS = d.PS, n_copy = FLAT ? d.RB * d.W : d.RB * d.WS;
     const int tid = (int)threadIdx.x, team = tid / d.team_threads, tt = tid - team * d.team_threads;
     float *ws = smem, *ring = smem + C * KK * MP + team * DC_NBUF * PS;
     int *ofs = reinterpret_cast<int *>(smem + C * KK * MP + d.teams * DC_NBUF * PS);
@@ -220,7 +253,7 @@ __global__ void __launch_bounds__(DC_THREADS_MAX, 1)
         const int m = g * MB + mi;
         ws[i] = m < d.M ? k[(size_t)m * C * KK + cp * K + q] : 0.0f;
     }
-    for (int i = tid; i < PS; i += (int)blockDim.x) {
+    for (int i = tid; i < (FLAT ? 0 : PS); i += (int)blockDim.x) {
         const int r = i / d.WS, s = i - r * d.WS;
         ofs[i] = s < d.W ? r * d.W + s : DC_PAST;
     }
@@ -238,8 +271,14 @@ __global__ void __launch_bounds__(DC_THREADS_MAX, 1)
         slim = (d.H - h0) * d.W;
     };
     if (my_items > 0) stage_item();
+    auto stage = [&](float *dst, const float *src) {
+        if constexpr (FLAT)
+            dc_stage_flat(dst, src, slim, n_copy, tt, d.team_threads);
+        else
+            dc_stage(dst, src, slim, ofs, n_copy, tt, d.team_threads);
+    };
     for (int u = 0; u < DC_NBUF - 1; u++) {
-        if (pn < my_items) dc_stage(ring + u * PS, sx + pc * HW, slim, ofs, PS, tt, d.team_threads);
+        if (pn < my_items) stage(ring + u * PS, sx + pc * HW);
         asm volatile("cp.async.commit_group;" ::: "memory");
         if (++pc == C && ++pn < my_items) pc = 0, stage_item();
     }
@@ -265,8 +304,7 @@ __global__ void __launch_bounds__(DC_THREADS_MAX, 1)
              * the barrier the team's have, and the team is done with the slot the next copy overwrites. */
             asm volatile("cp.async.wait_group %0;" ::"n"(DC_NBUF - 2) : "memory");
             dc_team_sync(team, d.team_threads);
-            if (pn < my_items)
-                dc_stage(ring + (slot + DC_NBUF - 1) % DC_NBUF * PS, sx + pc * HW, slim, ofs, PS, tt, d.team_threads);
+            if (pn < my_items) stage(ring + (slot + DC_NBUF - 1) % DC_NBUF * PS, sx + pc * HW);
             asm volatile("cp.async.commit_group;" ::: "memory"); /* perhaps empty: the count stays right */
             if (++pc == C && ++pn < my_items) pc = 0, stage_item();
             if (on) {
@@ -279,7 +317,7 @@ __global__ void __launch_bounds__(DC_THREADS_MAX, 1)
                 for (int p = 0; p < K; p++, xb += d.WS, wb += K * MP) {
                     float row[TR][RN];
 #pragma unroll
-                    for (int i = 0; i < TR; i++) dc_load_row<RN>(row[i], xb + i * d.WS);
+                    for (int i = 0; i < TR; i++) dc_load_row<RN, A8>(row[i], xb + i * d.WS);
 #pragma unroll
                     for (int q = 0; q < K; q++) {
                         float w[MB];
@@ -306,20 +344,30 @@ __global__ void __launch_bounds__(DC_THREADS_MAX, 1)
 
 typedef void (*dc_kernel_fn)(float *, const float *, const float *, const float *, const dc_params);
 
-template <int P> static dc_kernel_fn dc_pick(int K) {
+template <int P, int F> static dc_kernel_fn dc_pick(int K) {
     switch (K) {
-    case 3: return conv_directc_kernel<3, P>;
-    case 4: return conv_directc_kernel<4, P>;
-    case 5: return conv_directc_kernel<5, P>;
-    case 6: return conv_directc_kernel<6, P>;
-    case 7: return conv_directc_kernel<7, P>;
+    case 3: return conv_directc_kernel<3, P, F>;
+    case 4: return conv_directc_kernel<4, P, F>;
+    case 5: return conv_directc_kernel<5, P, F>;
+    case 6: return conv_directc_kernel<6, P, F>;
+    case 7: return conv_directc_kernel<7, P, F>;
     default: return NULL;
     }
 }
 
-/* Instantiated for K = 3..7 and P = 1 (no pooling), 2 and 4 (15 kernels). */
-static dc_kernel_fn dc_kernel_for(int K, int P) {
-    return P == 4 ? dc_pick<4>(K) : P == 2 ? dc_pick<2>(K) : dc_pick<1>(K);
+template <int F> static dc_kernel_fn dc_pick_p(int K, int P) {
+    return P == 4 ? dc_pick<4, F>(K) : P == 2 ? dc_pick<2, F>(K) : dc_pick<1, F>(K);
+}
+
+/* Instantiated for K = 3..7, P = 1 (no pooling), 2 and 4, and F: planes copied by the table (0) or flat, with rows
+ * 16-byte (1) or 8-byte aligned (2) (45 kernels). */
+static dc_kernel_fn dc_kernel_for(int K, int P, int F) {
+    return F == 2 ? dc_pick_p<2>(K, P) : F == 1 ? dc_pick_p<1>(K, P) : dc_pick_p<0>(K, P);
+}
+
+/* A plane's words in a team's ring for RB rows (dc_params.PS). */
+static int dc_plane(const dc_params *d, int RB) {
+    return d->flat ? (RB * d->W + 3 + 3) / 4 * 4 : RB * d->WS;
 }
 
 /* The shape's fixed part of the plan (everything but the team); 0 where this kernel does not take the layer. */
@@ -367,7 +415,13 @@ int nc_conv_launch_directc(float *y, const float *x, const float *k, const float
                        C, H, W, M, K);
     if (B <= 0 || d.Yh <= 0 || d.Yw <= 0) return NC_OK; /* nothing to compute, or nothing to pool */
     const int TR = P == 4 ? 4 : 2, MB = P == 4 ? 4 : 8;
-    const dc_kernel_fn fn = dc_kernel_for(K, P);
+    /* A plane copied flat where it is one 16-byte aligned run of x: H W a multiple of 4, and W even, so that an item's
+     * first row (a multiple of TR = 2 or 4) starts at a multiple of 4 words; its rows then 16-byte aligned where W is a
+     * multiple of 4, else 8 (the kernel's F = 1 or 2). Copied by the table, a word a copy, a plane took 18 instructions
+     * a word (ncu, H100, 2026-11-23). */
+    d.flat = W % 2 == 0 && (long)H * W % 4 == 0 && (uintptr_t)x % 16 == 0;
+    if (d.flat) d.WS = W;
+    const dc_kernel_fn fn = dc_kernel_for(K, P, !d.flat ? 0 : W % 4 == 0 ? 1 : 2);
     const size_t w_bytes = (size_t)C * K * K * d.MP * sizeof(float);
     CUDA_RET(cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, DC_SMEM_MAX));
     int device = 0, sms = 0;
@@ -388,14 +442,16 @@ int nc_conv_launch_directc(float *y, const float *x, const float *k, const float
         n = (d.tiles + per_image - 1) / per_image;
         const int team_threads = (G * n + 31) / 32 * 32;
         if (team_threads < 32 * w) continue; /* a smaller team did as much */
-        const size_t plane = (size_t)dc_rows(d.tcols, n, TR, K) * d.WS * sizeof(float), ring = DC_NBUF * plane;
+        const int rb = dc_rows(d.tcols, n, TR, K);
+        const size_t plane = (size_t)dc_plane(&d, rb) * sizeof(float), ring = DC_NBUF * plane;
+        const size_t table = d.flat ? 0 : (size_t)rb * d.WS * sizeof(int);
         int teams = DC_THREADS_MAX / team_threads;
         if (teams > DC_TEAMS_MAX) teams = DC_TEAMS_MAX;
-        while (teams > 1 && w_bytes + teams * ring + plane > DC_SMEM_MAX) teams--;
-        if (w_bytes + teams * ring + plane > DC_SMEM_MAX) continue;
+        while (teams > 1 && w_bytes + teams * ring + table > DC_SMEM_MAX) teams--;
+        if (w_bytes + teams * ring + table > DC_SMEM_MAX) continue;
         int per_sm = 0;
         CUDA_RET(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, teams * team_threads,
-                                                               w_bytes + teams * ring + plane));
+                                                               w_bytes + teams * ring + table));
         const double score = (double)per_sm * teams * G * d.tiles / per_image;
         if (score >= best) best = score, best_tiles = n, best_teams = teams, best_blocks = per_sm > 0 ? per_sm : 1;
     }
@@ -407,11 +463,12 @@ int nc_conv_launch_directc(float *y, const float *x, const float *k, const float
     d.items = B * d.per_image;
     d.team_units = G * best_tiles;
     d.team_threads = (d.team_units + 31) / 32 * 32;
-    d.RB = dc_rows(d.tcols, best_tiles, TR, K);
+    d.RB = dc_rows(d.tcols, best_tiles, TR, K), d.PS = dc_plane(&d, d.RB);
     /* No more teams than items, in as few blocks as hold them. */
     d.teams = best_teams < d.items ? best_teams : d.items;
     const long grid = (long)sms * best_blocks, needed = (d.items + d.teams - 1) / d.teams;
-    const size_t smem = w_bytes + (size_t)(d.teams * DC_NBUF + 1) * d.RB * d.WS * sizeof(float); /* + the table */
+    const size_t smem = w_bytes + (size_t)d.teams * DC_NBUF * d.PS * sizeof(float) +
+                        (d.flat ? 0 : (size_t)d.RB * d.WS * sizeof(int)); /* the rings, the copy's table */
     fn<<<(unsigned)(grid < needed ? grid : needed), d.teams * d.team_threads, smem, stream>>>(y, x, k, bias, d);
     CUDA_LAUNCHED();
     return NC_OK;

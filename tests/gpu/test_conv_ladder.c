@@ -250,6 +250,22 @@ static void test_unpooled_stores(void) {
         }
 }
 
+/* The ny outputs at dy against the reference (every one written: dy was NaN before), and their bits against *first:
+ * the first run's, kept there (named `first_name` in the message). */
+static void check_run(const char *what, const float *dy, const float *ref, size_t ny, float **first,
+                      const char *first_name) {
+    float *y = host_from(dy, ny);
+    check_close(what, y, ref, ny, 1e-4, 1e-4);
+    if (!*first) {
+        *first = y;
+        return;
+    }
+    const int same = memcmp(y, *first, ny * sizeof(float)) == 0;
+    if (!same) fprintf(stderr, "%s: not the bits of the %s\n", what, first_name);
+    CHECK(same);
+    free(y);
+}
+
 /* Versions 13 and 14 (rows of four a thread) on many images of one channel, next to version 5's 2 x 2 patches: more
  * images than blocks, so that each block's copy of its next image runs from one image into the next, in images of
  * fewer units than a block has threads (8 x 8: most threads have no unit of an image) and of many (the zoo's first
@@ -276,16 +292,7 @@ static void test_rows_many_images(int B, int H, int W, int M, int K) {
         CU(cudaMemset(dy, 0xFF, ny * sizeof(float))); /* NaN: an output not written fails the comparison */
         nc_error err = {0};
         check_rc(launch_alone(dy, dx, dk, db, B, 1, H, W, M, K, rows, &err), &err, what);
-        float *y = host_from(dy, ny);
-        check_close(what, y, ref, ny, 1e-4, 1e-4);
-        if (!patches) {
-            patches = y;
-            continue;
-        }
-        const int same = memcmp(y, patches, ny * sizeof(float)) == 0;
-        if (!same) fprintf(stderr, "%s: not the bits of the 2 x 2 patches\n", what);
-        CHECK(same);
-        free(y);
+        check_run(what, dy, ref, ny, &patches, "2 x 2 patches");
     }
     CU(cudaFree(dx));
     CU(cudaFree(dk));
@@ -296,6 +303,64 @@ static void test_rows_many_images(int B, int H, int W, int M, int K) {
     free(bias);
     free(ref);
     free(patches);
+}
+
+/* conv_directc.cu's two copies of a channel plane, on layers where a plane is one run of x (W even, H W a multiple of
+ * 4): flat, 16 bytes a copy, with x 16-byte aligned (rows of W = 2 mod 4 read by 8 bytes, of W = 0 mod 4 by 16), and
+ * by the table, a word a copy, with x one float further on. More items than teams, so that the planes run on from
+ * item to item; H odd among them, where an item's last rows run past the channel (zeros); M not a whole number of
+ * channel groups. Against the reference, every output written (NaN before), and the same bits from both copies. */
+static void test_plane_copies(int B, int C, int H, int W, int M, int K, int act, int pool, int P) {
+    const int Ho = H - K + 1, Wo = W - K + 1;
+    const int Hp = pool < 0 ? Ho : (Ho - P) / P + 1, Wp = pool < 0 ? Wo : (Wo - P) / P + 1;
+    const size_t nx = (size_t)B * C * H * W, nk = (size_t)M * C * K * K;
+    const size_t nc = (size_t)B * M * Ho * Wo, ny = (size_t)B * M * Hp * Wp;
+    float *x = xmalloc(nx * sizeof(float)), *k = xmalloc(nk * sizeof(float)), *bias = xmalloc(M * sizeof(float));
+    float *conv = xmalloc(nc * sizeof(float)), *ref = xmalloc(ny * sizeof(float)), *flat = NULL;
+    fill(x, nx, -1.0f, 1.0f);
+    fill(k, nk, -1.0f / sqrtf((float)(C * K * K)), 1.0f / sqrtf((float)(C * K * K)));
+    fill(bias, M, -1.0f, 1.0f);
+    nc_ref_conv(conv, x, k, bias, B, C, H, W, M, K);
+    if (act == NC_TANH) nc_ref_tanh(conv, conv, nc);
+    if (act == NC_RELU) nc_ref_relu(conv, conv, nc);
+    if (pool == NC_MAXPOOL) nc_ref_maxpool(ref, conv, B, M, Ho, Wo, P, P);
+    if (pool == NC_AVGPOOL) nc_ref_avgpool(ref, conv, B, M, Ho, Wo, P, P);
+    if (pool < 0) memcpy(ref, conv, ny * sizeof(float));
+    const nc_conv_epilogue e = {act, pool, P, P};
+    CHECK(nc_conv_directc_takes(C, H, W, M, K, &e));
+    float *dx_alloc, *dk = dev_from(k, nk * sizeof(float)), *db = dev_from(bias, M * sizeof(float)), *dy;
+    CU(cudaMalloc((void **)&dx_alloc, (nx + 1) * sizeof(float)));
+    CU(cudaMalloc((void **)&dy, ny * sizeof(float)));
+    for (int at = 0; at <= 1; at++) { /* x 16-byte aligned (flat), then one float on (the table) */
+        char what[160];
+        snprintf(what, sizeof what, "plane copies B%d C%d H%d W%d M%d K%d act %d pool %d/%d, %s", B, C, H, W, M, K, act,
+                 pool, P, at ? "by the table" : "flat");
+        CU(cudaMemcpy(dx_alloc + at, x, nx * sizeof(float), cudaMemcpyHostToDevice));
+        CU(cudaMemset(dy, 0xFF, ny * sizeof(float)));
+        nc_error err = {0};
+        check_rc(nc_conv_launch_fused(dy, dx_alloc + at, NULL, NULL, dk, db, B, C, H, W, M, K, &e, stream, &err), &err,
+                 what);
+        check_run(what, dy, ref, ny, &flat, "flat copies");
+    }
+    CU(cudaFree(dx_alloc));
+    CU(cudaFree(dk));
+    CU(cudaFree(db));
+    CU(cudaFree(dy));
+    free(x);
+    free(k);
+    free(bias);
+    free(conv);
+    free(ref);
+    free(flat);
+}
+
+/* The plane copies' shapes: the zoo's three second layers that copy flat, and two small ones. */
+static void test_plane_copies_all(void) {
+    test_plane_copies(300, 6, 30, 30, 16, 5, -1, -1, 1);              /* 2018 spring conv2: W = 2 mod 4 */
+    test_plane_copies(300, 6, 22, 22, 16, 5, NC_TANH, NC_MAXPOOL, 2); /* 2019 spring conv2 */
+    test_plane_copies(200, 4, 40, 40, 16, 7, NC_RELU, NC_MAXPOOL, 4); /* 2020 conv2: W = 0 mod 4 */
+    test_plane_copies(500, 3, 17, 20, 10, 3, -1, -1, 1);              /* H odd, M = 10 of groups of 8 */
+    test_plane_copies(400, 2, 18, 26, 5, 5, -1, NC_AVGPOOL, 2);       /* W = 2 mod 4, M = 5 */
 }
 
 static void test_versions(void) {
@@ -415,8 +480,8 @@ int main(void) {
     printf("%d convolution versions\n", nc_cuda_conv_num_versions());
     /* NC_GPU_TEST_QUICK=1 (tools/gpu_suite.sh, under compute-sanitizer's memcheck, racecheck and synccheck):
      * conv_directc.cu's cp.async rings and team barriers, with more items than teams, on the zoo's second layers'
-     * shapes and a small one, and its unpooled stores at every alignment; conv_direct.cu's copies of a block's next
-     * item, pixels aligned or not, and floats. */
+     * shapes and a small one, its unpooled stores at every alignment and its two plane copies; conv_direct.cu's copies
+     * of a block's next item, pixels aligned or not, and floats. */
     const char *quick_env = getenv("NC_GPU_TEST_QUICK");
     if (quick_env && *quick_env == '1') {
         test_fused_case(1500, 1, 28, 28, 50, 5, 1, NC_TANH, NC_MAXPOOL, 2, 1);
@@ -437,6 +502,7 @@ int main(void) {
         test_case(2, 1, 422, 262, 6, 4, 1); /* flat copies in bands of an even number of rows, or a row at a time */
         test_rows_many_images(1200, 8, 8, 4, 5); /* rows of four, many images a block */
         test_rows_many_images(600, 72, 72, 12, 7);
+        test_plane_copies_all();
         CU(cudaStreamDestroy(stream));
         return nc_test_done("test_conv_ladder (quick)");
     }
@@ -449,6 +515,7 @@ int main(void) {
     test_rows_many_images(1000, 72, 72, 12, 7); /* 2018 fall: Wo = 66 = 2 mod 4 */
     test_rows_many_images(1000, 86, 86, 4, 7);  /* 2020 */
     test_rows_many_images(700, 70, 70, 12, 5);  /* 2019 fall: Wo = 66 */
+    test_plane_copies_all();
     CU(cudaStreamDestroy(stream));
     return nc_test_done("test_conv_ladder");
 }
