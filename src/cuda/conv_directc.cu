@@ -417,8 +417,7 @@ int nc_conv_launch_directc(float *y, const float *x, const float *k, const float
     const int TR = P == 4 ? 4 : 2, MB = P == 4 ? 4 : 8;
     /* A plane copied flat where it is one 16-byte aligned run of x: H W a multiple of 4, and W even, so that an item's
      * first row (a multiple of TR = 2 or 4) starts at a multiple of 4 words; its rows then 16-byte aligned where W is a
-     * multiple of 4, else 8 (the kernel's F = 1 or 2). Copied by the table, a word a copy, a plane took 18 instructions
-     * a word (ncu, H100, 2026-11-23). */
+     * multiple of 4, else 8 (the kernel's F = 1 or 2); else by the table (dc_stage). */
     d.flat = W % 2 == 0 && (long)H * W % 4 == 0 && (uintptr_t)x % 16 == 0;
     if (d.flat) d.WS = W;
     const dc_kernel_fn fn = dc_kernel_for(K, P, !d.flat ? 0 : W % 4 == 0 ? 1 : 2);

@@ -9,6 +9,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "core/model.h"
+#include "cpu/ref.h"
 
 static cudaStream_t stream;
 static uint64_t rng = GPU_TEST_SEED;
@@ -95,6 +99,21 @@ static inline void check_close(const char *what, const float *out, const float *
 }
 
 /* A library call that must succeed: one CHECK, its message printed if it did not. */
+/* The convolution tests' expected output of a fused layer, into ref (B, M, pooled Ho x Wo): nc_ref_conv into conv
+ * (B, M, Ho, Wo), then src/cpu/ref.c's activation (act < 0: none) and P x P pooling (pool < 0: none). */
+static inline void ref_fused(float *ref, float *conv, const float *x, const float *k, const float *bias, int B, int C,
+                             int H, int W, int M, int K, int act, int pool, int P) {
+    const int Ho = H - K + 1, Wo = W - K + 1;
+    const size_t nc = (size_t)B * M * Ho * Wo;
+    nc_ref_conv(conv, x, k, bias, B, C, H, W, M, K);
+    if (act == NC_TANH) nc_ref_tanh(conv, conv, nc);
+    if (act == NC_RELU) nc_ref_relu(conv, conv, nc);
+    if (act == NC_SIGMOID) nc_ref_sigmoid(conv, conv, nc);
+    if (pool == NC_MAXPOOL) nc_ref_maxpool(ref, conv, B, M, Ho, Wo, P, P);
+    if (pool == NC_AVGPOOL) nc_ref_avgpool(ref, conv, B, M, Ho, Wo, P, P);
+    if (pool < 0) memcpy(ref, conv, nc * sizeof(float));
+}
+
 static inline void check_rc(int rc, const nc_error *err, const char *what) {
     if (rc) fprintf(stderr, "%s: %s\n", what, err->msg);
     CHECK(rc == NC_OK);

@@ -118,13 +118,7 @@ static void test_fused_case(int B, int C, int H, int W, int M, int K, int with_b
     }
     fill(k, nk, -bound, bound);
     fill(bias, M, -1.0f, 1.0f);
-    nc_ref_conv(conv, x, k, with_bias ? bias : NULL, B, C, H, W, M, K);
-    if (act == NC_TANH) nc_ref_tanh(conv, conv, nc);
-    if (act == NC_RELU) nc_ref_relu(conv, conv, nc);
-    if (act == NC_SIGMOID) nc_ref_sigmoid(conv, conv, nc);
-    if (pool == NC_MAXPOOL) nc_ref_maxpool(ref, conv, B, M, Ho, Wo, P, P);
-    if (pool == NC_AVGPOOL) nc_ref_avgpool(ref, conv, B, M, Ho, Wo, P, P);
-    if (pool < 0) memcpy(ref, conv, ny * sizeof(float));
+    ref_fused(ref, conv, x, k, with_bias ? bias : NULL, B, C, H, W, M, K, act, pool, P);
     const int x_at = u8 < 0 ? rand_int(1, 3) : 0;
     float *dx_alloc, *dx, *dk = dev_from(k, nk * sizeof(float));
     CU(cudaMalloc((void **)&dx_alloc, (nx + x_at) * sizeof(float))); /* the input ends where the allocation does */
@@ -320,12 +314,7 @@ static void test_plane_copies(int B, int C, int H, int W, int M, int K, int act,
     fill(x, nx, -1.0f, 1.0f);
     fill(k, nk, -1.0f / sqrtf((float)(C * K * K)), 1.0f / sqrtf((float)(C * K * K)));
     fill(bias, M, -1.0f, 1.0f);
-    nc_ref_conv(conv, x, k, bias, B, C, H, W, M, K);
-    if (act == NC_TANH) nc_ref_tanh(conv, conv, nc);
-    if (act == NC_RELU) nc_ref_relu(conv, conv, nc);
-    if (pool == NC_MAXPOOL) nc_ref_maxpool(ref, conv, B, M, Ho, Wo, P, P);
-    if (pool == NC_AVGPOOL) nc_ref_avgpool(ref, conv, B, M, Ho, Wo, P, P);
-    if (pool < 0) memcpy(ref, conv, ny * sizeof(float));
+    ref_fused(ref, conv, x, k, bias, B, C, H, W, M, K, act, pool, P);
     const nc_conv_epilogue e = {act, pool, P, P};
     CHECK(nc_conv_directc_takes(C, H, W, M, K, &e));
     float *dx_alloc, *dk = dev_from(k, nk * sizeof(float)), *db = dev_from(bias, M * sizeof(float)), *dy;

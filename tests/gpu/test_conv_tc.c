@@ -104,14 +104,8 @@ static void fused_case(int B, int C, int H, int W, int M, int K, int with_bias, 
     fill(bias, M, -1.0f, 1.0f);
     for (size_t i = 0; i < nx; i++) ax[i] = fabsf(x[i]);
     for (size_t i = 0; i < nk; i++) ak[i] = fabsf(k[i]);
-    nc_ref_conv(conv, x, k, with_bias ? bias : NULL, B, C, H, W, M, K);
+    ref_fused(ref, conv, x, k, with_bias ? bias : NULL, B, C, H, W, M, K, act, pool, P);
     nc_ref_conv(sc, ax, ak, NULL, B, C, H, W, M, K);
-    if (act == NC_TANH) nc_ref_tanh(conv, conv, nc);
-    if (act == NC_RELU) nc_ref_relu(conv, conv, nc);
-    if (act == NC_SIGMOID) nc_ref_sigmoid(conv, conv, nc);
-    if (pool == NC_MAXPOOL) nc_ref_maxpool(ref, conv, B, M, Ho, Wo, P, P);
-    if (pool == NC_AVGPOOL) nc_ref_avgpool(ref, conv, B, M, Ho, Wo, P, P);
-    if (pool < 0) memcpy(ref, conv, ny * sizeof(float));
     if (pool >= 0)
         nc_ref_maxpool(S, sc, B, M, Ho, Wo, P, P); /* S >= 0: the window's largest */
     else
