@@ -8,8 +8,9 @@
 # environment, as NC_AB_ROWS=1, and LIB:NAME=VALUE the variant LIB so; several as NAME=VALUE,NAME=VALUE), LAYERS
 # ("C H W M K POOL ACT U8|...": conv_one's arguments; the zoo's second layers fused and alone, and its first layers
 # alone, by default), REPS (20). MEMSET=1 adds a row
-# a layer timing a cudaMemsetAsync of its output; NCU=1 profiles the library's kernel on the first layers of
-# NCU_LAYERS (ncu --set full; bench/ncu_summary.py's digest in $OUT/ncu.log).
+# a layer timing a cudaMemsetAsync of its output. NCU=1 then profiles one launch of every variant on each layer of
+# NCU_LAYERS (a few counters: bench/ab/ncu_mix.py's table of where the time goes, in $OUT/ncu.log); NCU=source
+# profiles the library's kernel in full (ncu --set full: bench/ncu_summary.py's stall lines by instruction).
 set -u
 D=${1:-.c2}
 OUT=${OUT:-/tmp/nc-ab}
@@ -23,6 +24,17 @@ VARIANTS=${VARIANTS:-none $(for f in "$D"/v/*.so.xz; do [ -f "$f" ] && basename 
 LAYERS=${LAYERS:-"12 33 33 24 7 2 0 0|12 33 33 24 7 0 -1 0|12 33 33 24 5 2 0 0|12 33 33 24 5 0 -1 0|6 30 30 16 5 0 -1 0|6 22 22 16 5 2 0 0|6 22 22 16 5 0 -1 0|4 40 40 16 7 4 1 0|4 40 40 16 7 0 -1 0|1 28 28 50 5 0 -1 0|1 72 72 12 7 0 -1 0|1 70 70 12 5 0 -1 0|1 86 86 4 7 0 -1 0|1 64 64 6 5 0 -1 0|1 48 48 6 5 0 -1 0"}
 REPS=${REPS:-20}
 IFS='|' read -r -a LS <<<"$LAYERS"
+# variant V: P, the library to preload (none: the one as built), and E, what to set in conv_one's environment.
+variant() {
+    P='' E=''
+    case $1 in
+    none) ;;
+    *:*=*) P=$V/${1%%:*}.so E=${1#*:} ;; # LIB:NAME=VALUE[,NAME=VALUE]: a variant with those set
+    *=*) E=$1 ;;                         # NAME=VALUE[,NAME=VALUE]: the library as built, with those set
+    *) P=$V/$1.so ;;
+    esac
+    E=${E//,/ }
+}
 LOG=$OUT/ab.log
 {
     date -u
@@ -32,14 +44,7 @@ for round in 1 2; do
     list=$VARIANTS
     [ $round = 2 ] && list=$(echo $VARIANTS | tr ' ' '\n' | tac | tr '\n' ' ')
     for v in $list; do
-        P= E=
-        case $v in
-        none) ;;
-        *:*=*) P=$V/${v%%:*}.so E=${v#*:} ;; # LIB:NAME=VALUE[,NAME=VALUE]: a variant with those set
-        *=*) E=$v ;; # NAME=VALUE[,NAME=VALUE]: the library as built, with those in conv_one's environment
-        *) P=$V/$v.so ;;
-        esac
-        E=${E//,/ }
+        variant "$v"
         for l in "${LS[@]}"; do
             echo "$v $(env $E LD_PRELOAD=$P $BIN/conv_one $l 10000 $REPS 2>&1)" >>"$LOG"
         done
@@ -70,14 +75,32 @@ for l in layers:
     print("%-30s" % l + "".join("%9.4f x%6.3f" % (m, base / m) if m else "%17s" % "-" for m in means)
           + ("  DIFF" if len(h[l]) > 1 else ""))
 PY
-[ "${NCU:-0}" = 1 ] || exit 0
+[ "${NCU:-0}" != 0 ] || exit 0
 IFS='|' read -r -a NL <<<"${NCU_LAYERS:-1 70 70 12 5 0 -1 0|12 33 33 24 5 0 -1 0}"
-for l in "${NL[@]}"; do
-    n=$(echo $l | tr ' ' _)
-    timeout 150 ncu --set full -k regex:conv_direct --launch-skip 1 --launch-count 1 -o /tmp/nc-ab-$n \
-        $BIN/conv_one $l 10000 2 >/dev/null 2>&1
-    ncu -i /tmp/nc-ab-$n.ncu-rep --page source --csv --print-source sass >/tmp/nc-ab-$n.csv 2>/dev/null
-    echo "## $l" >>"$OUT/ncu.log"
-    python3 bench/ncu_summary.py /tmp/nc-ab-$n.csv 12 >>"$OUT/ncu.log" 2>&1
-    ncu -i /tmp/nc-ab-$n.ncu-rep --page details 2>/dev/null | grep -E "^ +(Duration|Issue Slots Busy|Registers Per|Achieved Occ|DRAM Throughput|No Eligible|Active Warps Per|Eligible Warps)" >>"$OUT/ncu.log"
+if [ "$NCU" = source ]; then
+    for l in "${NL[@]}"; do
+        n=$(echo $l | tr ' ' _)
+        timeout 150 ncu --set full -k regex:conv_direct --launch-skip 1 --launch-count 1 -o /tmp/nc-ab-$n \
+            $BIN/conv_one $l 10000 2 >/dev/null 2>&1
+        ncu -i /tmp/nc-ab-$n.ncu-rep --page source --csv --print-source sass >/tmp/nc-ab-$n.csv 2>/dev/null
+        echo "## $l" >>"$OUT/ncu.log"
+        python3 bench/ncu_summary.py /tmp/nc-ab-$n.csv 12 >>"$OUT/ncu.log" 2>&1
+        ncu -i /tmp/nc-ab-$n.ncu-rep --page details 2>/dev/null | grep -E "^ +(Duration|Issue Slots Busy|Registers Per|Achieved Occ|DRAM Throughput|No Eligible|Active Warps Per|Eligible Warps)" >>"$OUT/ncu.log"
+    done
+    exit 0
+fi
+MET='gpu__time_duration.sum,sm__cycles_elapsed.avg,device__attribute_multiprocessor_count,smsp__inst_executed.sum'
+MET+=',sm__sass_thread_inst_executed_op_ffma_pred_on.sum'
+MET+=',regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio$'
+args=()
+for v in $VARIANTS; do
+    variant "$v"
+    for l in "${NL[@]}"; do
+        csv=/tmp/nc-ab-mix-${#args[@]}.csv
+        # ncu launches env, which preloads the variant into conv_one alone (not into ncu)
+        timeout 120 ncu --csv --print-units base --metrics "$MET" -k regex:conv_direct --launch-skip 1 --launch-count 1 \
+            env $E ${P:+LD_PRELOAD=$P} $BIN/conv_one $l 10000 2 2>&1 | tee "$csv.err" | grep '^"' >"$csv"
+        args+=("$v" "$l" "$csv")
+    done
 done
+python3 bench/ab/ncu_mix.py "${args[@]}" | tee -a "$OUT/ncu.log"

@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""Where a direct kernel's time goes, from one profiled launch (bench/ab/run.sh NCU=1 writes the CSVs).
+
+    python3 bench/ab/ncu_mix.py VARIANT "C H W M K POOL ACT U8" ncu.csv [VARIANT LAYER CSV ...]
+
+Each CSV is `ncu --csv --metrics ...` of one conv_one launch at B = 10000 (run.sh's MET list). The share of the FFMA
+peak that the launch reached, at the clock ncu ran it at, is the product of three factors, each printed:
+  waste   multiply-adds that count (C K K M Ho Wo B, the layer's) over those executed: tiles past the output, channel
+          groups past M (above 1 where a fused layer skips the outputs that no pooling window reads)
+  ffma    FFMA executed by threads over 32 times the warps' instructions: the instructions that are not FFMA (loads,
+          copies, the epilogue, the walk) and the lanes that idle in an FFMA (ncu counts no warp-level FFMA on sm_90)
+  issue   instructions issued over the schedulers' cycles (4 an SM a cycle): the stalls
+and then the stall reasons (ncu's warps stalled for each one, per issued instruction) that cost most."""
+import csv
+import sys
+
+B = 10000  # run.sh's images a launch
+NEED = ("sm__sass_thread_inst_executed_op_ffma_pred_on.sum", "smsp__inst_executed.sum", "sm__cycles_elapsed.avg",
+        "device__attribute_multiprocessor_count", "gpu__time_duration.sum")
+SKIP = {"selected", "not_selected"}  # issuing, or another warp issued
+
+
+def stall_name(metric):
+    """smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio: the reason, else None."""
+    if not metric.startswith("smsp__average_warps_issue_stalled_"):
+        return None
+    return metric[len("smsp__average_warps_issue_stalled_"):].split("_per_issue_active")[0]
+
+
+def read(path):
+    m = {}
+    try:
+        with open(path, newline="") as f:
+            rows = [r for r in csv.reader(f) if len(r) > 3]
+    except OSError:
+        return m
+    if not rows:
+        return m
+    head = rows[0]
+    try:
+        name, value = head.index("Metric Name"), head.index("Metric Value")
+    except ValueError:
+        return m
+    for r in rows[1:]:
+        try:
+            m[r[name]] = float(r[value].replace(",", ""))
+        except ValueError:
+            pass
+    return m
+
+
+def main(argv):
+    if len(argv) < 4 or (len(argv) - 1) % 3:
+        sys.exit(__doc__)
+    print("%-16s %-22s %8s %6s | %6s %6s %6s | %s" % ("variant", "layer", "ms(ncu)", "share", "waste", "ffma",
+                                                       "issue", "stalls a issue (largest)"))
+    for i in range(1, len(argv), 3):
+        v, layer, m = argv[i], argv[i + 1], read(argv[i + 2])
+        C, H, W, M, K = (int(t) for t in layer.split()[:5])
+        if any(k not in m for k in NEED):
+            err = ""
+            try:  # run.sh keeps ncu's messages beside the CSV
+                with open(argv[i + 2] + ".err") as f:
+                    lines = [t.strip() for t in f if t.strip() and "Disconnected" not in t]
+                err = lines[-1] if lines else ""
+            except OSError:
+                pass
+            print("%-16s %-22s  no metrics: %s" % (v, layer, err or "ncu wrote none"))
+            continue
+        useful = float(C * K * K * M * (H - K + 1) * (W - K + 1)) * B
+        thr, inst, cyc, sms, ns = (m[k] for k in NEED)
+        waste, ffma, issue = useful / thr, thr / (32 * inst), inst / (4 * sms * cyc)
+        stalls = sorted(((val, stall_name(k)) for k, val in m.items() if stall_name(k) not in (None, *SKIP)),
+                        reverse=True)[:5]
+        ms = ns / 1e6  # run.sh asks for base units
+        print("%-16s %-22s %8.3f %5.1f%% | %6.3f %6.3f %6.3f | %s" % (
+            v, layer, ms, 100 * waste * ffma * issue, waste, ffma, issue,
+            " ".join("%s %.2f" % (n, val) for val, n in stalls)))
+
+
+if __name__ == "__main__":
+    main(sys.argv)
