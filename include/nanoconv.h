@@ -42,10 +42,10 @@ typedef struct nc_error {
 
 /* A set of uint8 images with their labels, as read from IDX files. */
 typedef struct nc_dataset {
-    int n;               /* number of images */
-    int h, w;            /* image height and width */
-    uint8_t *images;     /* (n, h, w) */
-    uint8_t *labels;     /* (n), each 0..255 */
+    int n;           /* number of images */
+    int h, w;        /* image height and width */
+    uint8_t *images; /* (n, h, w) */
+    uint8_t *labels; /* (n), each 0..255 */
 } nc_dataset;
 
 /* Reads an IDX image file and its IDX label file, each raw or gzip-compressed
@@ -106,13 +106,13 @@ typedef struct nc_timing {
 
 /* Options a backend may honour. Zero-initialise and set what you need. */
 typedef struct nc_run_opts {
-    int threads;         /* CPU threads; 0 = OpenMP's default */
-    int conv_kernel;     /* convolution kernel version; 0 = the backend's default (cuda: the fastest exact version
-                            for each layer shape, measured once and cached) */
-    int device;          /* GPU index */
-    size_t chunk;        /* images per chunk; 0 = the backend chooses */
-    int precision;       /* cuda backend: 0 fp32 (exact, default); on the tensor cores: 1 tf32, 3 fp16, 4 bf16
-                            (reduced precision), 2 3xtf32 (near-exact); --precision; other backends ignore it */
+    int threads;     /* CPU threads; 0 = OpenMP's default */
+    int conv_kernel; /* convolution kernel version; 0 = the backend's default (cuda: the fastest exact version
+                        for each layer shape, measured once and cached) */
+    int device;      /* GPU index */
+    size_t chunk;    /* images per chunk; 0 = the backend chooses */
+    int precision;   /* cuda backend: 0 fp32 (exact, default); on the tensor cores: 1 tf32, 3 fp16, 4 bf16
+                        (reduced precision), 2 3xtf32 (near-exact); --precision; other backends ignore it */
 } nc_run_opts;
 
 typedef struct nc_session nc_session;
@@ -123,15 +123,14 @@ const char *const *nc_backend_names(void);
 /* Binds a model to a backend ("cpu-ref", "cpu", "cuda", "cudnn"), which builds
  * its execution plan. Fails with NC_ERR_ARG for an unknown name and with
  * NC_ERR_UNAVAILABLE where the backend cannot run here (no GPU). */
-int nc_session_create(nc_session **out, const nc_model *m, const char *backend, const nc_run_opts *opts,
-                      nc_error *err);
+int nc_session_create(nc_session **out, const nc_model *m, const char *backend, const nc_run_opts *opts, nc_error *err);
 
 /* Runs the network on n images of (h, w) pixels. The images are resized and
  * scaled as the model says. pred is (n), the argmax of each output (ties to the
  * lowest index); logits, if not NULL, is (n, classes), the final layer's output.
  * t, if not NULL, receives the timings. */
-int nc_session_run(nc_session *s, const uint8_t *images, int n, int h, int w, int *pred, float *logits,
-                   nc_timing *t, nc_error *err);
+int nc_session_run(nc_session *s, const uint8_t *images, int n, int h, int w, int *pred, float *logits, nc_timing *t,
+                   nc_error *err);
 
 void nc_session_free(nc_session *s);
 

@@ -27,10 +27,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NC_MAX_DIM 4096       /* input C, H, W and pool P, S */
-#define NC_MAX_OUT 65536      /* conv M and dense N */
-#define NC_MAX_K 64           /* conv K */
-#define NC_MAX_TOKENS 8       /* more than any layer needs, so extra tokens can be named */
+#define NC_MAX_DIM 4096  /* input C, H, W and pool P, S */
+#define NC_MAX_OUT 65536 /* conv M and dense N */
+#define NC_MAX_K 64      /* conv K */
+#define NC_MAX_TOKENS 8  /* more than any layer needs, so extra tokens can be named */
 
 static const char *const kind_names[] = {
     [NC_CONV] = "conv",       [NC_TANH] = "tanh",       [NC_RELU] = "relu",
@@ -44,7 +44,9 @@ const char *nc_layer_kind_name(nc_layer_kind k) {
     return kind_names[k];
 }
 
-int nc_layer_is_activation(nc_layer_kind k) { return k == NC_TANH || k == NC_RELU || k == NC_SIGMOID; }
+int nc_layer_is_activation(nc_layer_kind k) {
+    return k == NC_TANH || k == NC_RELU || k == NC_SIGMOID;
+}
 
 /* ------------------------------------------------------------- tokenizer */
 
@@ -54,7 +56,9 @@ typedef struct {
     int len;
 } token;
 
-static int is_blank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+static int is_blank(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
 
 /* Splits [s, end) at blanks into at most max tokens; returns how many there were (may exceed max). */
 static int tokenize(const char *s, const char *end, token *tok, int max) {
@@ -117,8 +121,8 @@ static int parse_input(nc_model *m, const char *text, nc_error *err) {
         const char *q = p;
         while (q < end && *q != 'x') q++;
         if ((d < 2 && q == end) || (d == 2 && q != end) || !parse_pos_int(p, (int)(q - p), NC_MAX_DIM, &dims[d]))
-            return nc_fail(err, NC_ERR_FORMAT, "input: bad shape '%.*s' (expected CxHxW, each 1..%d)", t[0].len,
-                           t[0].s, NC_MAX_DIM);
+            return nc_fail(err, NC_ERR_FORMAT, "input: bad shape '%.*s' (expected CxHxW, each 1..%d)", t[0].len, t[0].s,
+                           NC_MAX_DIM);
         if (d < 2) p = q + 1;
     }
     m->input = (nc_shape){dims[0], dims[1], dims[2]};
@@ -126,8 +130,9 @@ static int parse_input(nc_model *m, const char *text, nc_error *err) {
         return nc_fail(err, NC_ERR_FORMAT, "input: %dx%dx%d has too many elements per image", dims[0], dims[1],
                        dims[2]);
 
-    if (n < 2) return nc_fail(err, NC_ERR_FORMAT, "input: missing scaling after '%.*s' (raw, unit or norm MEAN STD)",
-                              t[0].len, t[0].s);
+    if (n < 2)
+        return nc_fail(err, NC_ERR_FORMAT, "input: missing scaling after '%.*s' (raw, unit or norm MEAN STD)", t[0].len,
+                       t[0].s);
     int want = 2;
     if (tok_is(t[1], "raw")) {
         m->scaling = NC_SCALE_RAW;
@@ -146,8 +151,8 @@ static int parse_input(nc_model *m, const char *text, nc_error *err) {
         return nc_fail(err, NC_ERR_FORMAT, "input: unknown scaling '%.*s' (raw, unit or norm MEAN STD)", t[1].len,
                        t[1].s);
     }
-    if (n > want) return nc_fail(err, NC_ERR_FORMAT, "input: unexpected '%.*s' after the scaling", t[want].len,
-                                 t[want].s);
+    if (n > want)
+        return nc_fail(err, NC_ERR_FORMAT, "input: unexpected '%.*s' after the scaling", t[want].len, t[want].s);
     return NC_OK;
 }
 
@@ -193,8 +198,9 @@ static int parse_layer(nc_layer *l, int i, const token *t, int n, nc_error *err)
         break;
     case NC_MAXPOOL:
     case NC_AVGPOOL:
-        if (n < 3) return nc_fail(err, NC_ERR_FORMAT, "layer %d: %s needs P and S (e.g. '%s 2 2')", i, kind_names[k],
-                                  kind_names[k]);
+        if (n < 3)
+            return nc_fail(err, NC_ERR_FORMAT, "layer %d: %s needs P and S (e.g. '%s 2 2')", i, kind_names[k],
+                           kind_names[k]);
         if (!parse_pos_int(t[1].s, t[1].len, NC_MAX_DIM, &l->p))
             return nc_fail(err, NC_ERR_FORMAT, "layer %d: %s P '%.*s' is not an integer in 1..%d", i, kind_names[k],
                            t[1].len, t[1].s, NC_MAX_DIM);
@@ -217,17 +223,18 @@ static int infer_shape(nc_layer *l, int i, int last, int *flat, nc_error *err) {
     nc_shape in = l->in;
     switch (l->kind) {
     case NC_CONV:
-        if (*flat) return nc_fail(err, NC_ERR_MISMATCH, "layer %d: conv after flatten (input %dx%dx%d)", i, in.c,
-                                  in.h, in.w);
+        if (*flat)
+            return nc_fail(err, NC_ERR_MISMATCH, "layer %d: conv after flatten (input %dx%dx%d)", i, in.c, in.h, in.w);
         if (l->k > in.h || l->k > in.w)
-            return nc_fail(err, NC_ERR_MISMATCH, "layer %d: conv kernel %d is larger than its input %dx%dx%d", i,
-                           l->k, in.c, in.h, in.w);
+            return nc_fail(err, NC_ERR_MISMATCH, "layer %d: conv kernel %d is larger than its input %dx%dx%d", i, l->k,
+                           in.c, in.h, in.w);
         l->out = (nc_shape){l->m, in.h - l->k + 1, in.w - l->k + 1};
         break;
     case NC_MAXPOOL:
     case NC_AVGPOOL:
-        if (*flat) return nc_fail(err, NC_ERR_MISMATCH, "layer %d: %s after flatten (input %dx%dx%d)", i,
-                                  kind_names[l->kind], in.c, in.h, in.w);
+        if (*flat)
+            return nc_fail(err, NC_ERR_MISMATCH, "layer %d: %s after flatten (input %dx%dx%d)", i, kind_names[l->kind],
+                           in.c, in.h, in.w);
         if (l->p > in.h || l->p > in.w)
             return nc_fail(err, NC_ERR_MISMATCH, "layer %d: %s window %d is larger than its input %dx%dx%d", i,
                            kind_names[l->kind], l->p, in.c, in.h, in.w);
@@ -240,8 +247,8 @@ static int infer_shape(nc_layer *l, int i, int last, int *flat, nc_error *err) {
     case NC_DENSE:
         if (!*flat)
             return nc_fail(err, NC_ERR_MISMATCH,
-                           "layer %d: dense needs a flattened input; add 'flatten' before it (input %dx%dx%d)", i,
-                           in.c, in.h, in.w);
+                           "layer %d: dense needs a flattened input; add 'flatten' before it (input %dx%dx%d)", i, in.c,
+                           in.h, in.w);
         l->out = (nc_shape){l->m, 1, 1};
         break;
     case NC_SOFTMAX:
@@ -252,14 +259,12 @@ static int infer_shape(nc_layer *l, int i, int last, int *flat, nc_error *err) {
                            in.c, in.h, in.w);
         l->out = in;
         break;
-    default: /* activations keep the shape */
-        l->out = in;
-        break;
+    default: /* activations keep the shape */ l->out = in; break;
     }
     /* Backends index a whole image with int; every shape above has positive dims. */
     if (nc_shape_size(l->out) > (size_t)INT_MAX)
-        return nc_fail(err, NC_ERR_MISMATCH, "layer %d: output %dx%dx%d has too many elements per image", i,
-                       l->out.c, l->out.h, l->out.w);
+        return nc_fail(err, NC_ERR_MISMATCH, "layer %d: output %dx%dx%d has too many elements per image", i, l->out.c,
+                       l->out.h, l->out.w);
     return NC_OK;
 }
 
@@ -280,15 +285,13 @@ static int weight_count_ok(const nc_layer *l, size_t *out) {
     size_t a;
     *out = 0;
     switch (l->kind) {
-    case NC_CONV:
-        return nc_mul_ok((size_t)l->m, (size_t)l->in.c, &a) && nc_mul_ok(a, (size_t)l->k * (size_t)l->k, out);
+    case NC_CONV: return nc_mul_ok((size_t)l->m, (size_t)l->in.c, &a) && nc_mul_ok(a, (size_t)l->k * (size_t)l->k, out);
     case NC_DENSE: return nc_mul_ok((size_t)l->m, nc_shape_size(l->in), out);
     default: return 1;
     }
 }
 
-int nc_model_build(nc_model **out, const char *name, const char *input_text, const char *layers_text,
-                   nc_error *err) {
+int nc_model_build(nc_model **out, const char *name, const char *input_text, const char *layers_text, nc_error *err) {
     *out = NULL;
     nc_model *m = calloc(1, sizeof *m);
     if (!m) return nc_fail(err, NC_ERR_NOMEM, "cannot allocate the model");
@@ -374,7 +377,9 @@ void nc_model_free(nc_model *m) {
     free(m);
 }
 
-const char *nc_model_name(const nc_model *m) { return m->name; }
+const char *nc_model_name(const nc_model *m) {
+    return m->name;
+}
 
 int nc_model_num_classes(const nc_model *m) {
     nc_shape s = m->n_layers ? m->layers[m->n_layers - 1].out : m->input;
@@ -478,7 +483,9 @@ void nc_model_init_seeded(nc_model *m, uint64_t seed) {
 
 /* --------------------------------------------------------------- summary */
 
-static void shape_text(nc_shape s, char *buf, size_t n) { snprintf(buf, n, "%dx%dx%d", s.c, s.h, s.w); }
+static void shape_text(nc_shape s, char *buf, size_t n) {
+    snprintf(buf, n, "%dx%dx%d", s.c, s.h, s.w);
+}
 
 void nc_model_print_summary(const nc_model *m, void *file) {
     FILE *f = file;

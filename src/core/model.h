@@ -42,7 +42,9 @@ typedef struct {
     int c, h, w;
 } nc_shape;
 
-static inline size_t nc_shape_size(nc_shape s) { return (size_t)s.c * (size_t)s.h * (size_t)s.w; }
+static inline size_t nc_shape_size(nc_shape s) {
+    return (size_t)s.c * (size_t)s.h * (size_t)s.w;
+}
 
 typedef struct {
     nc_layer_kind kind;
@@ -68,8 +70,7 @@ struct nc_model {
 
 /* Parses the architecture text and infers every layer's shape; allocates
  * params (uninitialised) and points the layers into it. */
-int nc_model_build(nc_model **out, const char *name, const char *input_text, const char *layers_text,
-                   nc_error *err);
+int nc_model_build(nc_model **out, const char *name, const char *input_text, const char *layers_text, nc_error *err);
 
 /* Writes the architecture back as text (the inverse of nc_model_build). */
 void nc_model_input_text(const nc_model *m, char *buf, size_t n);

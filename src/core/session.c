@@ -80,8 +80,8 @@ int nc_session_create(nc_session **out, const nc_model *m, const char *backend, 
     return NC_OK;
 }
 
-int nc_session_run(nc_session *s, const uint8_t *images, int n, int h, int w, int *pred, float *logits,
-                   nc_timing *t, nc_error *err) {
+int nc_session_run(nc_session *s, const uint8_t *images, int n, int h, int w, int *pred, float *logits, nc_timing *t,
+                   nc_error *err) {
     if (n < 0) return nc_fail(err, NC_ERR_ARG, "negative image count %d", n);
     int rc = nc_model_check_input(s->model, h, w, err);
     if (rc) return rc;

@@ -25,11 +25,14 @@ typedef __m256 vf;
 #define vf_pow2(n)                                                                                                     \
     _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23))
 
-/* 16 ymm registers: tm*tw accumulators + tm weights + 1 input <= 16, tm*tw <= 12. */
-#define TILE_LIST(X)                                                                                                   \
-    X(1, 1)                                                                                                            \
-    X(1, 2)                                                                                                            \
-    X(1, 3) X(1, 4) X(1, 6) X(1, 8) X(1, 12) X(2, 1) X(2, 2) X(2, 3) X(2, 4) X(2, 6) X(3, 1) X(3, 2) X(3, 3) X(3, 4)   \
-        X(4, 1) X(4, 2) X(6, 1)
+/* 16 ymm registers: tm*tw accumulators + tm weights + 1 input <= 16, tm*tw <= 12. A row of tiles for each tm. */
+/* clang-format off */
+#define TILE_LIST(X)                                          \
+    X(1, 1) X(1, 2) X(1, 3) X(1, 4) X(1, 6) X(1, 8) X(1, 12)  \
+    X(2, 1) X(2, 2) X(2, 3) X(2, 4) X(2, 6)                   \
+    X(3, 1) X(3, 2) X(3, 3) X(3, 4)                           \
+    X(4, 1) X(4, 2)                                           \
+    X(6, 1)
+/* clang-format on */
 
 #include "cpu/conv_cpu_simd.h"

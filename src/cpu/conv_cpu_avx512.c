@@ -26,12 +26,15 @@ typedef __m512 vf;
 #define vf_pow2(n)                                                                                                     \
     _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23))
 
-/* 32 zmm registers: tm*tw accumulators + tm weights + 1 input <= 32, tm*tw <= 24. */
-#define TILE_LIST(X)                                                                                                   \
-    X(1, 1)                                                                                                            \
-    X(1, 2)                                                                                                            \
-    X(1, 3) X(1, 4) X(1, 6) X(1, 8) X(1, 12) X(2, 1) X(2, 2) X(2, 3) X(2, 4) X(2, 6) X(2, 8) X(2, 12) X(3, 1) X(3, 2)  \
-        X(3, 3) X(3, 4) X(3, 6) X(3, 8) X(4, 1) X(4, 2) X(4, 3) X(4, 4) X(4, 6) X(6, 1) X(6, 2) X(6, 3) X(6, 4)        \
-            X(8, 1) X(8, 2)
+/* 32 zmm registers: tm*tw accumulators + tm weights + 1 input <= 32, tm*tw <= 24. A row of tiles for each tm. */
+/* clang-format off */
+#define TILE_LIST(X)                                          \
+    X(1, 1) X(1, 2) X(1, 3) X(1, 4) X(1, 6) X(1, 8) X(1, 12)  \
+    X(2, 1) X(2, 2) X(2, 3) X(2, 4) X(2, 6) X(2, 8) X(2, 12)  \
+    X(3, 1) X(3, 2) X(3, 3) X(3, 4) X(3, 6) X(3, 8)           \
+    X(4, 1) X(4, 2) X(4, 3) X(4, 4) X(4, 6)                   \
+    X(6, 1) X(6, 2) X(6, 3) X(6, 4)                           \
+    X(8, 1) X(8, 2)
+/* clang-format on */
 
 #include "cpu/conv_cpu_simd.h"

@@ -13,8 +13,8 @@ void nc_ref_conv(float *y, const float *x, const float *k, const float *bias, in
                 for (int w = 0; w < Wo; w++) {
                     float acc = 0.0f;
                     for (int c = 0; c < C; c++) {
-                        const float *xc = x + ((size_t)b * C + c) * H * W;  // (H, W)
-                        const float *kc = k + ((size_t)m * C + c) * K * K;  // (K, K)
+                        const float *xc = x + ((size_t)b * C + c) * H * W; // (H, W)
+                        const float *kc = k + ((size_t)m * C + c) * K * K; // (K, K)
                         for (int p = 0; p < K; p++)
                             for (int q = 0; q < K; q++) acc += xc[(h + p) * W + (w + q)] * kc[p * K + q];
                     }

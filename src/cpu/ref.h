@@ -17,8 +17,7 @@ extern "C" {
 /* Valid cross-correlation, stride 1, no padding.
  * y is (B, M, H-K+1, W-K+1), x is (B, C, H, W), k is (M, C, K, K), bias is (M) or NULL.
  * y[b][m][h][w] = sum over c, p, q (in that order) of x[b][c][h+p][w+q] * k[m][c][p][q], then + bias[m]. */
-void nc_ref_conv(float *y, const float *x, const float *k, const float *bias, int B, int C, int H, int W, int M,
-                 int K);
+void nc_ref_conv(float *y, const float *x, const float *k, const float *bias, int B, int C, int H, int W, int M, int K);
 
 /* Elementwise over n values; y may equal x. */
 void nc_ref_tanh(float *y, const float *x, size_t n);

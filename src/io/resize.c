@@ -70,8 +70,7 @@ static resize_tap resize_axis_tap(int o, double zoom, int n) {
  * when shrinking, resize() first blurs the image with a Gaussian (anti_aliasing), which is
  * not done here; the caller checks S against the image size. S <= 0 writes nothing. */
 void nc_resize_u8(uint8_t *dst, int S, const uint8_t *src, int h, int w) {
-    if (S <= 0 || h <= 0 || w <= 0)
-        return;
+    if (S <= 0 || h <= 0 || w <= 0) return;
 
     /* resize() clips to the input's own [min, max] (skimage's _clip_warp_output). With
      * mode='constant' it widens that range to include cval = 0 when 0 lies outside the input's
@@ -83,10 +82,8 @@ void nc_resize_u8(uint8_t *dst, int S, const uint8_t *src, int h, int w) {
      * minimum of an image whose minimum is > 0. */
     uint8_t lo8 = 255, hi8 = 0;
     for (size_t i = 0; i < (size_t)h * (size_t)w; i++) {
-        if (src[i] < lo8)
-            lo8 = src[i];
-        if (src[i] > hi8)
-            hi8 = src[i];
+        if (src[i] < lo8) lo8 = src[i];
+        if (src[i] > hi8) hi8 = src[i];
     }
     const double lo = lo8 / 256.0, hi = hi8 / 256.0;
     const double zoom_y = (double)h / (double)S, zoom_x = (double)w / (double)S;
@@ -100,8 +97,7 @@ void nc_resize_u8(uint8_t *dst, int S, const uint8_t *src, int h, int w) {
         int count = 0;
         while (count < RESIZE_BLOCK && x_begin + count < S) {
             resize_tap t = resize_axis_tap(x_begin + count, zoom_x, w);
-            if (t.i1 - x0 >= RESIZE_SPAN)
-                break;
+            if (t.i1 - x0 >= RESIZE_SPAN) break;
             t.i0 -= x0;
             t.i1 -= x0;
             cols[count++] = t;

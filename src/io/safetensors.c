@@ -36,8 +36,8 @@ typedef struct {
     int is_bias;
     int ndim;
     size_t dims[4];
-    float *dst;    /* (count) inside the model's params */
-    size_t count;  /* product of dims */
+    float *dst;   /* (count) inside the model's params */
+    size_t count; /* product of dims */
     int seen;
     uint64_t begin; /* data_offsets[0], set when seen */
 } st_tensor;
@@ -82,8 +82,8 @@ static int expected_tensors(const nc_model *m, st_tensor *t) {
         }
         t[n++] = w;
         if (l->has_bias)
-            t[n++] = (st_tensor){.layer = i, .is_bias = 1, .ndim = 1, .dims = {(size_t)l->m}, .dst = l->bias,
-                                 .count = (size_t)l->m};
+            t[n++] = (st_tensor){
+                .layer = i, .is_bias = 1, .ndim = 1, .dims = {(size_t)l->m}, .dst = l->bias, .count = (size_t)l->m};
     }
     return n;
 }
@@ -107,9 +107,12 @@ static int parse_tensor_name(const char *name, int *layer, int *is_bias) {
     }
     if (i == 0) return 0;
     *layer = v;
-    if (strcmp(name + i, ".weight") == 0) *is_bias = 0;
-    else if (strcmp(name + i, ".bias") == 0) *is_bias = 1;
-    else return 0;
+    if (strcmp(name + i, ".weight") == 0)
+        *is_bias = 0;
+    else if (strcmp(name + i, ".bias") == 0)
+        *is_bias = 1;
+    else
+        return 0;
     return 1;
 }
 
@@ -162,8 +165,8 @@ static int build_from_metadata(nc_model **out, const cJSON *root, const char *pa
 }
 
 /* Checks every header entry against the architecture; fills t[].seen/.begin and ranges (n_ranges entries). */
-static int check_entries(const cJSON *root, const nc_model *m, st_tensor *t, int nt, st_range *ranges,
-                         int *n_ranges, uint64_t data_len, const char *path, nc_error *err) {
+static int check_entries(const cJSON *root, const nc_model *m, st_tensor *t, int nt, st_range *ranges, int *n_ranges,
+                         uint64_t data_len, const char *path, nc_error *err) {
     int nr = 0;
     for (const cJSON *e = root->child; e; e = e->next) {
         const char *name = e->string;
@@ -177,8 +180,10 @@ static int check_entries(const cJSON *root, const nc_model *m, st_tensor *t, int
         if (!cJSON_IsString(dtype))
             return nc_fail(err, NC_ERR_FORMAT, "%s: tensor '%s': missing or invalid \"dtype\"", path, name);
         if (!cJSON_IsArray(shape) || cJSON_GetArraySize(shape) > ST_MAX_DIMS)
-            return nc_fail(err, NC_ERR_FORMAT, "%s: tensor '%s': missing or invalid \"shape\" (an array of at most %d "
-                           "integers)", path, name, ST_MAX_DIMS);
+            return nc_fail(err, NC_ERR_FORMAT,
+                           "%s: tensor '%s': missing or invalid \"shape\" (an array of at most %d "
+                           "integers)",
+                           path, name, ST_MAX_DIMS);
         size_t dims[ST_MAX_DIMS], count = 1;
         int ndim = 0;
         for (const cJSON *d = shape->child; d; d = d->next, ndim++) {
@@ -193,11 +198,13 @@ static int check_entries(const cJSON *root, const nc_model *m, st_tensor *t, int
         uint64_t b, en;
         if (!cJSON_IsArray(offs) || cJSON_GetArraySize(offs) != 2 || !json_u64(offs->child, &b) ||
             !json_u64(offs->child->next, &en))
-            return nc_fail(err, NC_ERR_FORMAT, "%s: tensor '%s': missing or invalid \"data_offsets\" (two "
-                           "non-negative integers)", path, name);
+            return nc_fail(err, NC_ERR_FORMAT,
+                           "%s: tensor '%s': missing or invalid \"data_offsets\" (two "
+                           "non-negative integers)",
+                           path, name);
         if (en < b)
-            return nc_fail(err, NC_ERR_FORMAT, "%s: tensor '%s': data_offsets [%llu, %llu] end before they begin",
-                           path, name, (unsigned long long)b, (unsigned long long)en);
+            return nc_fail(err, NC_ERR_FORMAT, "%s: tensor '%s': data_offsets [%llu, %llu] end before they begin", path,
+                           name, (unsigned long long)b, (unsigned long long)en);
         if (en > data_len)
             return nc_fail(err, NC_ERR_FORMAT,
                            "%s: tensor '%s': data_offsets [%llu, %llu] run past the data buffer (%llu bytes)", path,
@@ -212,24 +219,33 @@ static int check_entries(const cJSON *root, const nc_model *m, st_tensor *t, int
             char owner[64] = "";
             if (parse_tensor_name(name, &layer, &is_bias) && layer < m->n_layers) {
                 tensor_owner(m, layer, owner, sizeof owner);
-                return nc_fail(err, NC_ERR_MISMATCH, "%s: unexpected tensor '%s' (%s%s): the file does not match "
-                               "its architecture", path, name, owner,
+                return nc_fail(err, NC_ERR_MISMATCH,
+                               "%s: unexpected tensor '%s' (%s%s): the file does not match "
+                               "its architecture",
+                               path, name, owner,
                                is_bias && (m->layers[layer].kind == NC_CONV || m->layers[layer].kind == NC_DENSE)
-                                   ? " has no 'bias' flag" : " has no such parameter");
+                                   ? " has no 'bias' flag"
+                                   : " has no such parameter");
             }
-            return nc_fail(err, NC_ERR_MISMATCH, "%s: unexpected tensor '%s' (the architecture has %d layers): the "
-                           "file does not match its architecture", path, name, m->n_layers);
+            return nc_fail(err, NC_ERR_MISMATCH,
+                           "%s: unexpected tensor '%s' (the architecture has %d layers): the "
+                           "file does not match its architecture",
+                           path, name, m->n_layers);
         }
         if (t[k].seen) return nc_fail(err, NC_ERR_FORMAT, "%s: tensor '%s' appears twice", path, name);
 
         if (strcmp(dtype->valuestring, "F32") != 0)
-            return nc_fail(err, NC_ERR_FORMAT, "%s: tensor '%s' has dtype %s; nanoconv reads F32 only (convert with "
-                           "tensor.float() before saving)", path, name, dtype->valuestring);
+            return nc_fail(err, NC_ERR_FORMAT,
+                           "%s: tensor '%s' has dtype %s; nanoconv reads F32 only (convert with "
+                           "tensor.float() before saving)",
+                           path, name, dtype->valuestring);
         size_t bytes;
         if (!nc_mul_ok(count, sizeof(float), &bytes) || en - b != (uint64_t)bytes)
-            return nc_fail(err, NC_ERR_FORMAT, "%s: tensor '%s': data_offsets [%llu, %llu] hold %llu bytes, but its "
-                           "shape and dtype need %zu x 4", path, name, (unsigned long long)b, (unsigned long long)en,
-                           (unsigned long long)(en - b), count);
+            return nc_fail(err, NC_ERR_FORMAT,
+                           "%s: tensor '%s': data_offsets [%llu, %llu] hold %llu bytes, but its "
+                           "shape and dtype need %zu x 4",
+                           path, name, (unsigned long long)b, (unsigned long long)en, (unsigned long long)(en - b),
+                           count);
         if (ndim != t[k].ndim || memcmp(dims, t[k].dims, (size_t)ndim * sizeof dims[0]) != 0) {
             char found[128], want[128], owner[64];
             dims_text(dims, ndim, found, sizeof found);
@@ -301,8 +317,10 @@ int nc_model_load(nc_model **out, const char *path, nc_error *err) {
     uint64_t hlen = 0;
     for (int i = 7; i >= 0; i--) hlen = hlen << 8 | len8[i];
     if (hlen > ST_MAX_HEADER) {
-        rc = nc_fail(err, NC_ERR_FORMAT, "%s: header length %llu is absurd (more than %llu bytes); not a "
-                     "safetensors file?", path, (unsigned long long)hlen, ST_MAX_HEADER);
+        rc = nc_fail(err, NC_ERR_FORMAT,
+                     "%s: header length %llu is absurd (more than %llu bytes); not a "
+                     "safetensors file?",
+                     path, (unsigned long long)hlen, ST_MAX_HEADER);
         goto done;
     }
     if (hlen > size - 8) {

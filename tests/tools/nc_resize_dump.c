@@ -18,8 +18,7 @@ static int usage(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 5)
-        return usage();
+    if (argc != 5) return usage();
     const char *images_path = argv[1], *labels_path = argv[2], *out_path = argv[4];
     char *end = NULL;
     errno = 0;

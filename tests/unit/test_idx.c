@@ -62,14 +62,12 @@ static const char *write_file(char *path, const char *name, const uint8_t *bytes
 static uint8_t *make_images(uint32_t magic, uint32_t n, uint32_t h, uint32_t w, size_t *len) {
     size_t count = (size_t)n * h * w;
     uint8_t *b = malloc(16 + count);
-    if (!b)
-        exit(1);
+    if (!b) exit(1);
     put_be32(b, magic);
     put_be32(b + 4, n);
     put_be32(b + 8, h);
     put_be32(b + 12, w);
-    for (size_t i = 0; i < count; i++)
-        b[16 + i] = (uint8_t)(i * 7 + 3);
+    for (size_t i = 0; i < count; i++) b[16 + i] = (uint8_t)(i * 7 + 3);
     *len = 16 + count;
     return b;
 }
@@ -78,12 +76,10 @@ static uint8_t *make_images(uint32_t magic, uint32_t n, uint32_t h, uint32_t w, 
  * so values above 9 occur (the loader must keep them). */
 static uint8_t *make_labels(uint32_t magic, uint32_t n, size_t *len) {
     uint8_t *b = malloc(8 + (size_t)n);
-    if (!b)
-        exit(1);
+    if (!b) exit(1);
     put_be32(b, magic);
     put_be32(b + 4, n);
-    for (uint32_t i = 0; i < n; i++)
-        b[8 + i] = (uint8_t)(i * 37);
+    for (uint32_t i = 0; i < n; i++) b[8 + i] = (uint8_t)(i * 37);
     *len = 8 + (size_t)n;
     return b;
 }
@@ -102,14 +98,11 @@ static void expect_fail(const char *images, const char *labels, int code, const 
     int rc = nc_dataset_load(&ds, images, labels, &err);
     CHECK(rc == code);
     CHECK(err.code == code);
-    if (rc != code)
-        fprintf(stderr, "  expected code %d, got %d: %s\n", code, rc, err.msg);
+    if (rc != code) fprintf(stderr, "  expected code %d, got %d: %s\n", code, rc, err.msg);
     CHECK(strncmp(err.msg, bad_path, strlen(bad_path)) == 0); /* the message starts with the file */
     CHECK_MSG(err, bad_path);
-    if (key1)
-        CHECK_MSG(err, key1);
-    if (key2)
-        CHECK_MSG(err, key2);
+    if (key1) CHECK_MSG(err, key1);
+    if (key2) CHECK_MSG(err, key2);
     CHECK(is_zeroed(&ds));
     nc_dataset_free(&ds);
 }
@@ -205,8 +198,7 @@ static void test_bad_files(void) {
 
     /* Trailing garbage, raw and inside a gzip stream. */
     uint8_t *longer = calloc(il + 5, 1);
-    if (!longer)
-        exit(1);
+    if (!longer) exit(1);
     memcpy(longer, img, il);
     write_file(p, "long-images", longer, il + 5, 0);
     expect_fail(p, lp, NC_ERR_FORMAT, p, "trailing garbage", "end at offset 40 (3 x 2 x 4), found 5 more bytes");
@@ -214,8 +206,7 @@ static void test_bad_files(void) {
     expect_fail(p, lp, NC_ERR_FORMAT, p, "trailing garbage", "found 5 more bytes");
     free(longer);
     longer = calloc(ll + 9000, 1); /* more than one read of the counting loop */
-    if (!longer)
-        exit(1);
+    if (!longer) exit(1);
     memcpy(longer, lab, ll);
     write_file(p, "long-labels", longer, ll + 9000, 0);
     expect_fail(ip, p, NC_ERR_FORMAT, p, "trailing garbage", "found 9000 more bytes");
@@ -269,17 +260,14 @@ static void test_bad_gzip(void) {
     /* Enough varied data (100 images of 28 x 28) that the compressed stream is long. */
     uint8_t *img = make_images(0x803, 100, 28, 28, &il);
     uint8_t *lab = make_labels(0x801, 100, &ll);
-    for (size_t i = 16; i < il; i++)
-        img[i] = (uint8_t)((i * 2654435761u) >> 13);
+    for (size_t i = 16; i < il; i++) img[i] = (uint8_t)((i * 2654435761u) >> 13);
     write_file(lp, "gz-labels", lab, ll, 0);
     write_file(gp, "gz-images.gz", img, il, 1);
 
     FILE *f = fopen(gp, "rb");
-    if (!f)
-        exit(1);
+    if (!f) exit(1);
     uint8_t *gz = malloc(il + 1024);
-    if (!gz)
-        exit(1);
+    if (!gz) exit(1);
     size_t gzlen = fread(gz, 1, il + 1024, f);
     fclose(f);
     CHECK(gzlen > 1000 && gzlen < il + 1024);
@@ -428,8 +416,7 @@ static void test_resize(void) {
         for (int x = 0; x < 4; x++) {
             double v = 0;
             for (int a = 0; a < 2; a++)
-                for (int b = 0; b < 2; b++)
-                    v += src[a * 2 + b] * wa[y][a] * wa[x][b];
+                for (int b = 0; b < 2; b++) v += src[a * 2 + b] * wa[y][a] * wa[x][b];
             all_ok &= dst[y * 4 + x] == (uint8_t)v;
         }
     CHECK(all_ok);
@@ -439,8 +426,7 @@ static void test_resize(void) {
     const uint8_t flat[4] = {100, 100, 100, 100};
     nc_resize_u8(dst, 4, flat, 2, 2);
     all_ok = 1;
-    for (int i = 0; i < 16; i++)
-        all_ok &= dst[i] == 100;
+    for (int i = 0; i < 16; i++) all_ok &= dst[i] == 100;
     CHECK(all_ok);
 
     /* [[10, 10], [10, 200]]: out[2][2] = .0625*10 + .1875*10 + .1875*10 + .5625*200 = 116.875 -> 116,
@@ -458,14 +444,12 @@ static void test_resize(void) {
     uint8_t d9[9];
     nc_resize_u8(d9, 3, &one, 1, 1);
     all_ok = 1;
-    for (int i = 0; i < 9; i++)
-        all_ok &= d9[i] == 77;
+    for (int i = 0; i < 9; i++) all_ok &= d9[i] == 77;
     CHECK(all_ok);
 
     /* Same size: zoom 1, cc = o, weights (1, 0): the identity. */
     uint8_t same[9], back[9];
-    for (int i = 0; i < 9; i++)
-        same[i] = (uint8_t)(i * 31);
+    for (int i = 0; i < 9; i++) same[i] = (uint8_t)(i * 31);
     nc_resize_u8(back, 3, same, 3, 3);
     CHECK(memcmp(same, back, 9) == 0);
 
@@ -477,10 +461,8 @@ static void test_resize(void) {
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
         int h = shapes[k][0], w = shapes[k][1], S = shapes[k][2];
         uint8_t *in = malloc((size_t)h * w), *out = malloc((size_t)S * S), *ref = malloc((size_t)S * S);
-        if (!in || !out || !ref)
-            exit(1);
-        for (int i = 0; i < h * w; i++)
-            in[i] = (uint8_t)(((unsigned)i * 2654435761u) >> 11);
+        if (!in || !out || !ref) exit(1);
+        for (int i = 0; i < h * w; i++) in[i] = (uint8_t)(((unsigned)i * 2654435761u) >> 11);
         nc_resize_u8(out, S, in, h, w);
         resize_plain(ref, S, in, h, w);
         CHECK(memcmp(out, ref, (size_t)S * S) == 0);
@@ -512,11 +494,9 @@ static void test_system_data(void) {
         }
         CHECK(ds.n == splits[s].n && ds.h == 28 && ds.w == 28);
         int count[256] = {0};
-        for (int i = 0; i < ds.n; i++)
-            count[ds.labels[i]]++;
+        for (int i = 0; i < ds.n; i++) count[ds.labels[i]]++;
         int balanced = 1;
-        for (int c = 0; c < 256; c++)
-            balanced &= count[c] == (c < 10 ? splits[s].n / 10 : 0);
+        for (int c = 0; c < 256; c++) balanced &= count[c] == (c < 10 ? splits[s].n / 10 : 0);
         CHECK(balanced);
         /* Pixels span the full byte range; every image has some ink. */
         int lo = 255, hi = 0;
@@ -532,19 +512,15 @@ static void test_system_data(void) {
 /* Removes every file in the temporary directory, then the directory. */
 static void remove_tmp_dir(void) {
     DIR *d = opendir(tmp_dir);
-    if (!d)
-        return;
+    if (!d) return;
     struct dirent *e;
     char p[PATH_MAX];
     while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        if (unlink(tmp_file(p, e->d_name)) != 0)
-            fprintf(stderr, "test_idx: cannot remove %s\n", p);
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        if (unlink(tmp_file(p, e->d_name)) != 0) fprintf(stderr, "test_idx: cannot remove %s\n", p);
     }
     closedir(d);
-    if (rmdir(tmp_dir) != 0)
-        fprintf(stderr, "test_idx: cannot remove %s\n", tmp_dir);
+    if (rmdir(tmp_dir) != 0) fprintf(stderr, "test_idx: cannot remove %s\n", tmp_dir);
 }
 
 int main(void) {

@@ -38,7 +38,9 @@ static void build_fails(const char *input, const char *layers, int code, const c
     if (rc != code) fprintf(stderr, "  build('%s', '%s') gave %d: %s\n", input, layers, rc, err.msg);
 }
 
-static int shape_is(nc_shape s, int c, int h, int w) { return s.c == c && s.h == h && s.w == w; }
+static int shape_is(nc_shape s, int c, int h, int w) {
+    return s.c == c && s.h == h && s.w == w;
+}
 
 /* ------------------------------------------------------------ parsing */
 
@@ -116,11 +118,11 @@ static void test_course_2020(void) {
     if (!m) return;
     const nc_layer *l = m->layers;
     CHECK(m->n_layers == 11);
-    CHECK(shape_is(l[0].out, 4, 80, 80));         /* 86 - 7 + 1 */
+    CHECK(shape_is(l[0].out, 4, 80, 80)); /* 86 - 7 + 1 */
     CHECK(l[1].kind == NC_RELU && shape_is(l[1].out, 4, 80, 80));
-    CHECK(shape_is(l[2].out, 4, 40, 40));         /* (80 - 2) / 2 + 1 */
-    CHECK(shape_is(l[3].out, 16, 34, 34));        /* 40 - 7 + 1 */
-    CHECK(shape_is(l[5].out, 16, 8, 8));          /* (34 - 4) / 4 + 1, floor */
+    CHECK(shape_is(l[2].out, 4, 40, 40));  /* (80 - 2) / 2 + 1 */
+    CHECK(shape_is(l[3].out, 16, 34, 34)); /* 40 - 7 + 1 */
+    CHECK(shape_is(l[5].out, 16, 8, 8));   /* (34 - 4) / 4 + 1, floor */
     CHECK(shape_is(l[6].out, 1024, 1, 1));
     CHECK(shape_is(l[7].out, 32, 1, 1));
     CHECK(shape_is(l[8].out, 32, 1, 1));
@@ -353,7 +355,7 @@ static void test_summary(void) {
         CHECK(strstr(text, "model t: input 1x86x86 raw, 11 layers") != NULL);
         CHECK(strstr(text, "conv 16 7") != NULL && strstr(text, "4x40x40") != NULL && strstr(text, "16x34x34") != NULL);
         CHECK(strstr(text, "maxpool 4 4") != NULL && strstr(text, "dense 32 bias") != NULL);
-        CHECK(strstr(text, "36462") != NULL);  /* total parameters */
+        CHECK(strstr(text, "36462") != NULL); /* total parameters */
         CHECK(strstr(text, "total") != NULL);
         int lines = 0;
         for (char *p = text; *p; p++) lines += *p == '\n';
@@ -366,7 +368,9 @@ static void test_summary(void) {
 
 /* ------------------------------------------------------- files: good */
 
-static void path_in_dir(char *buf, size_t n, const char *name) { snprintf(buf, n, "%s/%s", tmp_dir, name); }
+static void path_in_dir(char *buf, size_t n, const char *name) {
+    snprintf(buf, n, "%s/%s", tmp_dir, name);
+}
 
 static void test_save_load(void) {
     nc_model *m = build_ok("1x12x12 norm 0.286 0.353", "conv 3 5 bias; tanh; maxpool 2 2; flatten; dense 7 bias; "
@@ -477,8 +481,8 @@ static void test_save_failures(void) {
 /* ---------------------------------------------------- files: corrupt */
 
 /* The small model these files describe: 0.weight (2,1,3,3) = 72 bytes, 3.weight (3,8) = 96, 3.bias (3) = 12. */
-#define META                                                                                                         \
-    "\"__metadata__\":{\"nanoconv.input\":\"1x4x4 raw\",\"nanoconv.layers\":\"conv 2 3; relu; flatten; dense 3 "  \
+#define META                                                                                                           \
+    "\"__metadata__\":{\"nanoconv.input\":\"1x4x4 raw\",\"nanoconv.layers\":\"conv 2 3; relu; flatten; dense 3 "       \
     "bias; softmax\"}"
 #define T0 "\"0.weight\":{\"dtype\":\"F32\",\"shape\":[2,1,3,3],\"data_offsets\":[0,72]}"
 #define T3W "\"3.weight\":{\"dtype\":\"F32\",\"shape\":[3,8],\"data_offsets\":[72,168]}"
@@ -590,60 +594,88 @@ static void test_corrupt_files(void) {
     /* Entries. */
     load_fails("notobj.safetensors", "{" META ",\"0.weight\":5," T3W "," T3B "}", 180, NC_ERR_FORMAT,
                "tensor '0.weight': entry is not an object");
-    load_fails("noshape.safetensors", "{" META ",\"0.weight\":{\"dtype\":\"F32\",\"data_offsets\":[0,72]}," T3W
-               "," T3B "}", 180, NC_ERR_FORMAT, "tensor '0.weight': missing or invalid \"shape\"");
-    load_fails("nodtype.safetensors", "{" META ",\"0.weight\":{\"shape\":[2,1,3,3],\"data_offsets\":[0,72]}," T3W
-               "," T3B "}", 180, NC_ERR_FORMAT, "tensor '0.weight': missing or invalid \"dtype\"");
-    load_fails("nooffs.safetensors", "{" META ",\"0.weight\":{\"dtype\":\"F32\",\"shape\":[2,1,3,3]}," T3W "," T3B
-               "}", 180, NC_ERR_FORMAT, "tensor '0.weight': missing or invalid \"data_offsets\"");
-    load_fails("negdim.safetensors", "{" META ",\"0.weight\":{\"dtype\":\"F32\",\"shape\":[2,1,3,-3],"
-               "\"data_offsets\":[0,72]}," T3W "," T3B "}", 180, NC_ERR_FORMAT, "shape entry 3 is not");
-    load_fails("fracdim.safetensors", "{" META ",\"0.weight\":{\"dtype\":\"F32\",\"shape\":[2,1,3,2.5],"
-               "\"data_offsets\":[0,72]}," T3W "," T3B "}", 180, NC_ERR_FORMAT, "shape entry 3 is not");
-    load_fails("overflow.safetensors", "{" META ",\"0.weight\":{\"dtype\":\"F32\",\"shape\":[4294967296,"
-               "4294967296,2],\"data_offsets\":[0,72]}," T3W "," T3B "}", 180, NC_ERR_FORMAT,
-               "shape product overflows");
-    load_fails("dtype.safetensors", "{" META ",\"0.weight\":{\"dtype\":\"F16\",\"shape\":[2,1,3,3],"
+    load_fails("noshape.safetensors",
+               "{" META ",\"0.weight\":{\"dtype\":\"F32\",\"data_offsets\":[0,72]}," T3W "," T3B "}", 180,
+               NC_ERR_FORMAT, "tensor '0.weight': missing or invalid \"shape\"");
+    load_fails("nodtype.safetensors",
+               "{" META ",\"0.weight\":{\"shape\":[2,1,3,3],\"data_offsets\":[0,72]}," T3W "," T3B "}", 180,
+               NC_ERR_FORMAT, "tensor '0.weight': missing or invalid \"dtype\"");
+    load_fails("nooffs.safetensors", "{" META ",\"0.weight\":{\"dtype\":\"F32\",\"shape\":[2,1,3,3]}," T3W "," T3B "}",
+               180, NC_ERR_FORMAT, "tensor '0.weight': missing or invalid \"data_offsets\"");
+    load_fails("negdim.safetensors",
+               "{" META ",\"0.weight\":{\"dtype\":\"F32\",\"shape\":[2,1,3,-3],"
+               "\"data_offsets\":[0,72]}," T3W "," T3B "}",
+               180, NC_ERR_FORMAT, "shape entry 3 is not");
+    load_fails("fracdim.safetensors",
+               "{" META ",\"0.weight\":{\"dtype\":\"F32\",\"shape\":[2,1,3,2.5],"
+               "\"data_offsets\":[0,72]}," T3W "," T3B "}",
+               180, NC_ERR_FORMAT, "shape entry 3 is not");
+    load_fails("overflow.safetensors",
+               "{" META ",\"0.weight\":{\"dtype\":\"F32\",\"shape\":[4294967296,"
+               "4294967296,2],\"data_offsets\":[0,72]}," T3W "," T3B "}",
+               180, NC_ERR_FORMAT, "shape product overflows");
+    load_fails("dtype.safetensors",
+               "{" META ",\"0.weight\":{\"dtype\":\"F16\",\"shape\":[2,1,3,3],"
                "\"data_offsets\":[0,36]},\"3.weight\":{\"dtype\":\"F32\",\"shape\":[3,8],\"data_offsets\":[36,132]},"
-               "\"3.bias\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[132,144]}}", 144, NC_ERR_FORMAT,
+               "\"3.bias\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[132,144]}}",
+               144, NC_ERR_FORMAT,
                "tensor '0.weight' has dtype F16; nanoconv reads F32 only (convert with tensor.float()");
-    load_fails("shape.safetensors", "{" META ",\"0.weight\":{\"dtype\":\"F32\",\"shape\":[1,2,3,3],"
-               "\"data_offsets\":[0,72]}," T3W "," T3B "}", 180, NC_ERR_MISMATCH,
+    load_fails("shape.safetensors",
+               "{" META ",\"0.weight\":{\"dtype\":\"F32\",\"shape\":[1,2,3,3],"
+               "\"data_offsets\":[0,72]}," T3W "," T3B "}",
+               180, NC_ERR_MISMATCH,
                "tensor '0.weight' (layer 0, conv 2 3) has shape [1, 2, 3, 3], expected [2, 1, 3, 3]");
-    load_fails("rank.safetensors", "{" META "," T0 ",\"3.weight\":{\"dtype\":\"F32\",\"shape\":[24],"
-               "\"data_offsets\":[72,168]}," T3B "}", 180, NC_ERR_MISMATCH, "has shape [24], expected [3, 8]");
+    load_fails("rank.safetensors",
+               "{" META "," T0 ",\"3.weight\":{\"dtype\":\"F32\",\"shape\":[24],"
+               "\"data_offsets\":[72,168]}," T3B "}",
+               180, NC_ERR_MISMATCH, "has shape [24], expected [3, 8]");
     load_fails("missing.safetensors", "{" META "," T0 "," T3W "}", 168, NC_ERR_MISMATCH,
                "tensor '3.bias' (layer 3, dense 3 bias) is missing");
     load_fails("missing0.safetensors", "{" META "," T3W "}", 168, NC_ERR_MISMATCH,
                "tensor '0.weight' (layer 0, conv 2 3) is missing");
-    load_fails("extra.safetensors", "{" META "," T0 "," T3W "," T3B ",\"5.weight\":{\"dtype\":\"F32\",\"shape\":[1],"
-               "\"data_offsets\":[180,184]}}", 184, NC_ERR_MISMATCH, "unexpected tensor '5.weight'");
-    load_fails("extra2.safetensors", "{" META "," T0 "," T3W "," T3B ",\"fc.weight\":{\"dtype\":\"F32\",\"shape\":[1],"
-               "\"data_offsets\":[180,184]}}", 184, NC_ERR_MISMATCH, "unexpected tensor 'fc.weight'");
-    load_fails("extra3.safetensors", "{" META "," T0 "," T3W "," T3B ",\"1.weight\":{\"dtype\":\"F32\",\"shape\":[1],"
-               "\"data_offsets\":[180,184]}}", 184, NC_ERR_MISMATCH, "'1.weight' (layer 1, relu has no such");
-    load_fails("bias.safetensors", "{" META "," T0 "," T3W "," T3B ",\"0.bias\":{\"dtype\":\"F32\",\"shape\":[2],"
-               "\"data_offsets\":[180,188]}}", 188, NC_ERR_MISMATCH,
-               "unexpected tensor '0.bias' (layer 0, conv 2 3 has no 'bias' flag)");
+    load_fails("extra.safetensors",
+               "{" META "," T0 "," T3W "," T3B ",\"5.weight\":{\"dtype\":\"F32\",\"shape\":[1],"
+               "\"data_offsets\":[180,184]}}",
+               184, NC_ERR_MISMATCH, "unexpected tensor '5.weight'");
+    load_fails("extra2.safetensors",
+               "{" META "," T0 "," T3W "," T3B ",\"fc.weight\":{\"dtype\":\"F32\",\"shape\":[1],"
+               "\"data_offsets\":[180,184]}}",
+               184, NC_ERR_MISMATCH, "unexpected tensor 'fc.weight'");
+    load_fails("extra3.safetensors",
+               "{" META "," T0 "," T3W "," T3B ",\"1.weight\":{\"dtype\":\"F32\",\"shape\":[1],"
+               "\"data_offsets\":[180,184]}}",
+               184, NC_ERR_MISMATCH, "'1.weight' (layer 1, relu has no such");
+    load_fails("bias.safetensors",
+               "{" META "," T0 "," T3W "," T3B ",\"0.bias\":{\"dtype\":\"F32\",\"shape\":[2],"
+               "\"data_offsets\":[180,188]}}",
+               188, NC_ERR_MISMATCH, "unexpected tensor '0.bias' (layer 0, conv 2 3 has no 'bias' flag)");
     load_fails("twice.safetensors", "{" META "," T0 "," T0 "," T3W "," T3B "}", 180, NC_ERR_FORMAT,
                "tensor '0.weight' appears twice");
 
     /* Offsets. */
     load_fails("beyond.safetensors", GOOD, 176, NC_ERR_FORMAT,
                "tensor '3.bias': data_offsets [168, 180] run past the data buffer (176 bytes)");
-    load_fails("backwards.safetensors", "{" META ",\"0.weight\":{\"dtype\":\"F32\",\"shape\":[2,1,3,3],"
-               "\"data_offsets\":[72,0]}," T3W "," T3B "}", 180, NC_ERR_FORMAT, "end before they begin");
-    load_fails("size.safetensors", "{" META ",\"0.weight\":{\"dtype\":\"F32\",\"shape\":[2,1,3,3],"
-               "\"data_offsets\":[0,68]}," T3W "," T3B "}", 180, NC_ERR_FORMAT, "hold 68 bytes");
+    load_fails("backwards.safetensors",
+               "{" META ",\"0.weight\":{\"dtype\":\"F32\",\"shape\":[2,1,3,3],"
+               "\"data_offsets\":[72,0]}," T3W "," T3B "}",
+               180, NC_ERR_FORMAT, "end before they begin");
+    load_fails("size.safetensors",
+               "{" META ",\"0.weight\":{\"dtype\":\"F32\",\"shape\":[2,1,3,3],"
+               "\"data_offsets\":[0,68]}," T3W "," T3B "}",
+               180, NC_ERR_FORMAT, "hold 68 bytes");
     load_fails("gap.safetensors", GOOD, 184, NC_ERR_FORMAT, "bytes [180, 184) belong to no tensor");
-    load_fails("gap2.safetensors", "{" META "," T0 ",\"3.weight\":{\"dtype\":\"F32\",\"shape\":[3,8],"
+    load_fails("gap2.safetensors",
+               "{" META "," T0 ",\"3.weight\":{\"dtype\":\"F32\",\"shape\":[3,8],"
                "\"data_offsets\":[76,172]},\"3.bias\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[172,184]}}",
                184, NC_ERR_FORMAT, "bytes [72, 76) belong to no tensor");
-    load_fails("overlap.safetensors", "{" META "," T0 ",\"3.weight\":{\"dtype\":\"F32\",\"shape\":[3,8],"
+    load_fails("overlap.safetensors",
+               "{" META "," T0 ",\"3.weight\":{\"dtype\":\"F32\",\"shape\":[3,8],"
                "\"data_offsets\":[64,160]},\"3.bias\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[160,172]}}",
                172, NC_ERR_FORMAT, "tensors '0.weight' and '3.weight' overlap");
-    load_fails("offsneg.safetensors", "{" META ",\"0.weight\":{\"dtype\":\"F32\",\"shape\":[2,1,3,3],"
-               "\"data_offsets\":[-8,64]}," T3W "," T3B "}", 180, NC_ERR_FORMAT, "invalid \"data_offsets\"");
+    load_fails("offsneg.safetensors",
+               "{" META ",\"0.weight\":{\"dtype\":\"F32\",\"shape\":[2,1,3,3],"
+               "\"data_offsets\":[-8,64]}," T3W "," T3B "}",
+               180, NC_ERR_FORMAT, "invalid \"data_offsets\"");
 }
 
 static void remove_tmp_dir(void) {

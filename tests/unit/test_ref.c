@@ -4,12 +4,12 @@
 
 static void test_conv(void) {
     /* x is (1, 2, 3, 3), k is (2, 2, 2, 2): y is (1, 2, 2, 2). */
-    const float x[18] = {1, 2, 3, 4, 5, 6, 7, 8, 9,   /* channel 0 */
-                         0, 1, 0, 1, 0, 1, 0, 1, 0};  /* channel 1 */
-    const float k[16] = {1, 0, 0, 1, /* m0 c0: x[h][w] + x[h+1][w+1] */
-                         2, 0, 0, 0, /* m0 c1: 2 * x1[h][w] */
-                         0, 0, 0, 0, /* m1 c0 */
-                         1, 1, 1, 1}; /* m1 c1: sum of the 2x2 window of channel 1 */
+    const float x[18] = {1, 2, 3, 4, 5, 6, 7, 8, 9,  /* channel 0 */
+                         0, 1, 0, 1, 0, 1, 0, 1, 0}; /* channel 1 */
+    const float k[16] = {1, 0, 0, 1,                 /* m0 c0: x[h][w] + x[h+1][w+1] */
+                         2, 0, 0, 0,                 /* m0 c1: 2 * x1[h][w] */
+                         0, 0, 0, 0,                 /* m1 c0 */
+                         1, 1, 1, 1};                /* m1 c1: sum of the 2x2 window of channel 1 */
     const float bias[2] = {0.5f, -1.0f};
     float y[8];
     nc_ref_conv(y, x, k, NULL, 1, 2, 3, 3, 2, 2);

@@ -15,8 +15,8 @@ static void test_argmax(void) {
 static void test_chunks_and_timing(void) {
     nc_error err = {0};
     nc_model *m = NULL;
-    int rc = nc_model_build(&m, "t", "1x12x12 unit", "conv 3 3; tanh; maxpool 2 2; conv 4 3 bias; flatten; dense 10 bias",
-                            &err);
+    int rc = nc_model_build(&m, "t", "1x12x12 unit",
+                            "conv 3 3; tanh; maxpool 2 2; conv 4 3 bias; flatten; dense 10 bias", &err);
     CHECK(rc == NC_OK);
     if (rc) return;
     nc_model_init_seeded(m, 5);
