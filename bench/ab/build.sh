@@ -7,8 +7,12 @@
 # NAME=DIR compiles those of DIR/conv_direct.cu and DIR/conv_directc.cu that DIR has, alone, into .c2/v/NAME.so.xz,
 # which run.sh preloads over libnanoconv.so: its launchers take the calls, and the rest (the other file's launchers
 # among them) stays the library's. Machine code for ARCH only, no PTX: a variant runs on the GPU it was built for, and
-# is half the size (a call carries at most 64 MiB, the tree included). The harness, bench/ab/conv_one.c (the build's
-# conv_one target), goes to .c2/conv_one.
+# is half the size (a call carries at most 64 MiB, the tree included). KS="5 7" builds the kernels of those K only
+# (a variant about 40% smaller; a layer of another K then fails), by removing the other cases of the two files'
+# switches over K (`case N: return direct_pick<N>...`, `case N: return conv_directc_kernel<N, ...`) from copies of
+# them, and nothing else: a pattern as loose as any line `case N:` also takes the switches over channels a thread
+# (2026-11-25: version 6's 6-channel kernel went, so that M = 6 and 12 layers ran the 4-channel one or faulted). The
+# harness, bench/ab/conv_one.c (the build's conv_one target), goes to .c2/conv_one.
 set -eu
 BUILD=$1 D=$2
 shift 2
@@ -30,21 +34,41 @@ strip -o "$D/conv_one" "$BUILD/conv_one"
 mkdir -p "$D/v"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# The K of KS's complement, as an alternation for sed -E (empty: every K).
+drop=
+if [ -n "${KS:-}" ]; then
+    for k in 3 4 5 6 7; do
+        case " $KS " in *" $k "*) ;; *) drop=${drop:+$drop|}$k ;; esac
+    done
+fi
 for nv in "$@"; do
     name=${nv%%=*} dir=${nv#*=}
-    srcs=
+    srcs=()
     for f in conv_direct.cu conv_directc.cu; do
-        [ -f "$dir/$f" ] && srcs="$srcs $dir/$f"
+        [ -f "$dir/$f" ] || continue
+        if [ -n "$drop" ]; then
+            mkdir -p "$tmp/src-$name"
+            sed -E "/^ *case ($drop): return (direct_pick<|conv_directc_kernel<)/d" "$dir/$f" >"$tmp/src-$name/$f"
+            n=$(($(wc -l <"$dir/$f") - $(wc -l <"$tmp/src-$name/$f")))
+            want=$(($(echo "$drop" | tr '|' '\n' | wc -l)))
+            [ "$n" = "$want" ] || {
+                echo "bench/ab/build.sh: KS: $dir/$f lost $n lines, not the $want cases of K = $drop" >&2
+                exit 1
+            }
+            srcs+=("$tmp/src-$name/$f")
+        else
+            srcs+=("$dir/$f")
+        fi
     done
-    [ -n "$srcs" ] || {
+    [ ${#srcs[@]} -gt 0 ] || {
         echo "bench/ab/build.sh: $dir has neither conv_direct.cu nor conv_directc.cu" >&2
         exit 1
     }
     # -I "$dir" first, so that a variant may carry its own headers too.
     "$NVCC" -O3 -std=c++17 -gencode "arch=compute_${ARCH#sm_},code=$ARCH" -lineinfo -shared -cudart shared \
-        -Xcompiler=-fPIC -I "$dir" -I src -I include -o "$tmp/$name.so" $srcs
+        -Xcompiler=-fPIC -I "$dir" -I src -I include -o "$tmp/$name.so" "${srcs[@]}"
     strip -o "$D/v/$name.so" "$tmp/$name.so"
     rm -f "$D/v/$name.so.xz"
     xz -9e "$D/v/$name.so"
-    echo "$name: $srcs -> $D/v/$name.so.xz"
+    echo "$name: ${srcs[*]} -> $D/v/$name.so.xz"
 done
