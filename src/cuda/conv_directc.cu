@@ -326,12 +326,25 @@ __global__ void __launch_bounds__(DC_THREADS_MAX, 1)
                             const float4 f = *reinterpret_cast<const float4 *>(wb + q * MB + 4 * v);
                             w[4 * v] = f.x, w[4 * v + 1] = f.y, w[4 * v + 2] = f.z, w[4 * v + 3] = f.w;
                         }
+                        /* The same multiply-adds in either order (each sum's terms stay in tap order), which
+                         * ptxas allocates and schedules by: where the tap rows are a loop (K > 5), channels outside
+                         * a row's columns took the zoo's K = 7 layers 1-4% faster; K = 5's were 0-2.5% slower so
+                         * (H100, 2026-11-25, docs/PERFORMANCE.md; K = 6 not measured). */
+                        if constexpr (K > 5) {
 #pragma unroll
-                        for (int i = 0; i < TR; i++)
+                            for (int i = 0; i < TR; i++)
 #pragma unroll
-                            for (int j = 0; j < TC; j++)
+                                for (int m = 0; m < MB; m++)
 #pragma unroll
-                                for (int m = 0; m < MB; m++) acc[i][j][m] = fmaf(row[i][j + q], w[m], acc[i][j][m]);
+                                    for (int j = 0; j < TC; j++) acc[i][j][m] = fmaf(row[i][j + q], w[m], acc[i][j][m]);
+                        } else {
+#pragma unroll
+                            for (int i = 0; i < TR; i++)
+#pragma unroll
+                                for (int j = 0; j < TC; j++)
+#pragma unroll
+                                    for (int m = 0; m < MB; m++) acc[i][j][m] = fmaf(row[i][j + q], w[m], acc[i][j][m]);
+                        }
                     }
                 }
             }
