@@ -5,10 +5,14 @@
 # in DIR/data. Runs every GPU test, compute-sanitizer on the layer test, and the eval
 # lines of the default model on both GPU backends; logs go under OUT; the summary line closes the output.
 #   tools/gpu_suite.sh DIR [OUT]
+# STEP_LOGS=DIR puts each step's own log there instead (the summary, gpu_suite.log, and eval.log stay in OUT): on the
+# GPU machine, where only 8 files of $OUT come back, `STEP_LOGS=/tmp/suite tools/gpu_suite.sh .c2 $OUT` brings back
+# the summary as far as it got, even from a call that runs out of time.
 set -u
 D=$1
 OUT=${2:-${OUT:-/tmp/nanoconv-gpu}}
-mkdir -p "$OUT"
+SL=${STEP_LOGS:-$OUT}
+mkdir -p "$OUT" "$SL"
 . "$(dirname "${BASH_SOURCE[0]}")/bundle.sh"
 nc_unpack_bundle "$D"
 export NANOCONV=$BIN/nanoconv
@@ -22,10 +26,10 @@ LOG=$OUT/gpu_suite.log
 } | tee "$LOG"
 run() { # name command...   (each step at most STEP_TIMEOUT seconds, 300 by default: exit 124 past it)
     local t0=$SECONDS
-    timeout "${STEP_TIMEOUT:-300}" "${@:2}" >"$OUT/$1.log" 2>&1
+    timeout "${STEP_TIMEOUT:-300}" "${@:2}" >"$SL/$1.log" 2>&1
     local rc=$?
     if [ $rc -eq 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
-    printf '%-28s exit %d  %4d s  %s\n' "$1" $rc $((SECONDS - t0)) "$(grep -E 'passed|SUMMARY|SKIP' "$OUT/$1.log" | tail -1)" |
+    printf '%-28s exit %d  %4d s  %s\n' "$1" $rc $((SECONDS - t0)) "$(grep -E 'passed|SUMMARY|SKIP' "$SL/$1.log" | tail -1)" |
         tee -a "$LOG"
 }
 for t in $BIN/test_*; do
@@ -79,10 +83,10 @@ M=models/fashion-2017-high.safetensors
 [ -f "$OUT/eval.log" ] && grep -E '^\$|Op Time|Correctness' "$OUT/eval.log" | head -40
 # Peak resident memory of eval at N = 10000 on every backend (issue 8: under 256 MB each).
 [ -f "$M" ] && [ -x /usr/bin/time ] && for b in cpu-ref cpu cuda cudnn; do
-    /usr/bin/time -v $NANOCONV eval --model $M -n 10000 --backend $b >"$OUT/rss-$b.log" 2>&1
+    /usr/bin/time -v $NANOCONV eval --model $M -n 10000 --backend $b >"$SL/rss-$b.log" 2>&1
     rc=$?
     printf 'peak RSS eval --backend %-8s %s kB (exit %d)\n' $b \
-        "$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$OUT/rss-$b.log")" $rc | tee -a "$LOG"
+        "$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$SL/rss-$b.log")" $rc | tee -a "$LOG"
 done
 echo "gpu_suite: $pass passed, $fail failed"
 [ $fail -eq 0 ]
