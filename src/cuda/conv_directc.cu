@@ -9,12 +9,16 @@
  *   - each thread keeps one tile for all the input channels: TR x TC outputs x MB channels (64 sums). Pooling
  *     P = S = 2 (or none) takes 2 x 4 tiles of 8 channels, P = 4 4 x 4 tiles of 4 channels, so that a tile holds
  *     whole pooling windows and its epilogue needs no other thread's sums;
- *   - the threads of a block form teams of one to four warps. A team's item is a run of consecutive tiles of one
- *     image (row-major) for every channel group, as many as its lanes hold, so that few lanes idle whatever the
- *     output's width; the host picks the team size that keeps the most tiles of real output working on an SM;
- *   - a team copies its item one channel plane at a time (the input rows its tiles read) into a ring of DC_NBUF
- *     planes by cp.async, DC_NBUF - 1 planes ahead of the one it computes, across items, so that the copies run
- *     behind the arithmetic; a plane costs one barrier of the team's threads alone (bar.sync with an id a team).
+ *   - the threads of a block form teams of one to four warps. A team's item is a run of consecutive tiles of the
+ *     batch (image by image, each row-major) for every channel group, as many as its lanes hold, so that few lanes
+ *     idle whatever the output's size: an item that reaches an image's last tile goes on into the next image's
+ *     first (before 2026-11-25 an image was split into items of equal runs, and its last item's spare lanes idled).
+ *     The host picks the team size that keeps the most tiles working on an SM;
+ *   - a team copies its item one channel plane at a time (the input rows its tiles read: for an item across two
+ *     images, the first one's rows from its first tile row to the end, then the second's from row 0) into a ring
+ *     of DC_NBUF planes by cp.async, DC_NBUF - 1 planes ahead of the one it computes, across items, so that the
+ *     copies run behind the arithmetic; a plane costs one barrier of the team's threads alone (bar.sync with an
+ *     id a team, or __syncwarp for a team of one warp).
  *     A plane is copied a word at a time by a table of offsets, with zeros past the rows' W words; or, where it is
  *     one 16-byte aligned run of x (W even, H W a multiple of 4: the second layers of 2018 spring, 2019 spring and
  *     2020), flat, 16 bytes a copy, in rows of W words (the kernel's F = 1; F = 2 where W = 2 mod 4, its rows then
@@ -28,7 +32,9 @@
  * layers from 0.56-5.54 ms to 0.53-5.13 fused and 0.68-5.84 to 0.58-5.61 alone (the same bits). The flat copies
  * took those three layers 1.4-6.1% faster (H100, 2026-11-25, bench/ab side by side: 2018 spring's 1.000 -> 0.959
  * ms, 2019 spring's 0.534 -> 0.526 fused and 0.574 -> 0.560 alone, 2020's 1.494 -> 1.433 fused and 2.079 -> 1.959
- * alone; the same bits).
+ * alone; the same bits). Items across images then took the zoo's other second layers 1.4-17% faster, alone and
+ * fused (2026-11-25, bench/ab: 2019 spring's fused 0.525 -> 0.449 ms, 2018 fall's fused 5.05 -> 4.48; the same
+ * bits), and 2020's, whose items never cross an image, 2% slower (docs/PERFORMANCE.md).
  *
  *   nanoconv eval --model M --backend cuda --conv-kernel 6     (a model whose second layer has C > 1)
  *   nanoconv bench --backend cuda --shape 12x33x33:24x7+tanh+maxpool2 --versions 5,6
@@ -41,7 +47,7 @@
 #define DC_NBUF 3               /* channel planes in a team's ring: one computed, two in flight */
 #define DC_THREADS_MAX 512      /* a block's threads: one tile and channel group each */
 #define DC_TEAM_MAX 128         /* a team's threads: at most four warps wait at its barrier */
-#define DC_TEAMS_MAX 15         /* named barriers 1..15 (0 is __syncthreads') */
+#define DC_TEAMS_MAX 15         /* teams of several warps: named barriers 1..15 (0 is __syncthreads') */
 #define DC_SMEM_MAX (160 << 10) /* the weights and the teams' rings */
 
 /* A thread's tile for pooling window P (1: none): TR x TC outputs of MB channels. */
@@ -49,45 +55,47 @@ template <int P> struct dc_tile { static constexpr int TR = P == 4 ? 4 : 2, TC =
 
 struct dc_params {
     int C, H, W, M;
-    int Ho, Wo, Yh, Yw;   /* the convolution's output; what is stored (pooled, or Ho x Wo) */
-    int act, pool;        /* nc_layer_kind or -1 */
-    int MP;               /* M padded to whole channel groups: the weights' last dimension in shared memory */
-    int tcols, tiles;     /* tiles across the output, and in all (tile rows times tcols) */
-    int team_tiles;       /* an item: that many consecutive tiles of an image, in row-major order */
-    int per_image, items; /* items an image; B * per_image */
-    int RB, WS;           /* a staged plane: rows, and the row stride in words (a multiple of 4, or W where flat) */
-    int PS;               /* a plane's words in the ring: RB WS, or where flat RB W and the 3 words a window reads
-                             past them, rounded up to 4 */
-    int flat;             /* a plane copied as the one run of x that it is (W even, H W a multiple of 4, x 16-byte
-                             aligned): 16 bytes a copy, rows of W words */
-    int teams;            /* teams a block */
-    int team_threads;     /* a team's threads (whole warps) */
-    int team_units;       /* those with a tile: channel groups times team_tiles */
+    int Ho, Wo, Yh, Yw; /* the convolution's output; what is stored (pooled, or Ho x Wo) */
+    int act, pool;      /* nc_layer_kind or -1 */
+    int MP;             /* M padded to whole channel groups: the weights' last dimension in shared memory */
+    int tcols, tiles;   /* tiles across the output, and in all (tile rows times tcols) */
+    int team_tiles;     /* an item: that many consecutive tiles of the batch's (image, then row-major) */
+    int B, items;       /* images; items (the batch's tiles over team_tiles, rounded up) */
+    int RB, WS;         /* a staged plane: rows, and the row stride in words (a multiple of 4, or W where flat) */
+    int PS;             /* a plane's words in the ring: RB WS, or where flat RB W and the 3 words a window reads
+                           past them, rounded up to 4 */
+    int flat;           /* a plane copied as the one run of x that it is (W even, H W a multiple of 4, x 16-byte
+                           aligned): 16 bytes a copy, rows of W words */
+    int teams;          /* teams a block */
+    int team_threads;   /* a team's threads (whole warps) */
+    int team_units;     /* those with a tile: channel groups times team_tiles */
 };
 
 /* A column past the image in the copy's table: above every limit, so that it is zeros. */
 #define DC_PAST 0x7fffffff
 
-/* A team's copy of one channel plane into dst (RB x WS words), this thread's elements i = tt, tt + step, ... below
- * n = RB WS: element i is word ofs[i] from src (the channel's row that the item's first tile row starts at) where
- * that is below lim (the words from there to the end of the channel), else zero. ofs is the block's table of r W + s
- * for element r WS + s, DC_PAST for s >= W. With the row and column walked and the image's bounds checked an element
- * (and the item's place found by two divisions a plane) the copy took 31 instructions an element, a tenth of the
- * kernel's on 2019 fall's second layer; by the table 18 (ncu, H100, 2026-11-23). Committed as one cp.async group by
- * the caller. */
-__device__ __forceinline__ void dc_stage(float *dst, const float *src, int lim, const int *ofs, int n, int tt,
-                                         int step) {
+/* A team's copy of a channel plane's rows into dst (RB x WS words), this thread's elements i = i0 + tt, i0 + tt +
+ * step, ... below n: element i is word ofs[i] - shift from src where that is below lim, else zero. ofs is the block's
+ * table of r W + s for element r WS + s, DC_PAST for s >= W. The rows of an item's first image: src the channel's
+ * row that the item's first tile row starts at, lim the words from there to the end of the channel, shift 0; those of
+ * the next image, from element i0 = rows_a WS on: src its channel's row 0, lim H W, shift rows_a W. With the row
+ * and column walked and the image's bounds checked an element (and the item's place found by two divisions a
+ * plane) the copy took 31 instructions an element, a tenth of the kernel's on 2019 fall's second layer; by the
+ * table 18 (ncu, H100, 2026-11-23). Committed as one cp.async group by the caller. */
+__device__ __forceinline__ void dc_stage(float *dst, const float *src, int lim, const int *ofs, int shift, int i0,
+                                         int n, int tt, int step) {
 #pragma unroll 2
-    for (int i = tt; i < n; i += step) {
-        const int o = ofs[i];
+    for (int i = i0 + tt; i < n; i += step) {
+        const int o = ofs[i] - shift;
         const bool in = o < lim;
         nc_cp_async4(dst + i, src + (unsigned)(in ? o : 0), in ? 4 : 0);
     }
 }
 
 /* A flat plane (d.flat): the n words from src, 16 bytes a copy, those from lim on (the channel's end: a multiple of
- * 4, as are H W and the first row's offset) zero; this thread's copies i = 4 tt, 4 (tt + step), ... The last copy may
- * write up to 3 words past n, which the plane's PS leaves room for. Committed as one cp.async group by the caller. */
+ * 4, as are H W and the first row's offset, so that where an item runs into the next image its rows start 16-byte
+ * aligned in dst too) zero; this thread's copies i = 4 tt, 4 (tt + step), ... The last copy may write up to 3 words
+ * past n, which the plane's PS leaves room for. Committed as one cp.async group by the caller. */
 __device__ __forceinline__ void dc_stage_flat(float *dst, const float *src, int lim, int n, int tt, int step) {
     for (int i = 4 * tt; i < n; i += 4 * step) {
         const bool in = i < lim;
@@ -120,9 +128,14 @@ template <int N, bool A8> __device__ __forceinline__ void dc_load_row(float (&v)
     }
 }
 
-/* The barrier of team t's threads alone (barrier 0 is __syncthreads'). */
+/* The barrier of team t's threads alone: __syncwarp for a team of one warp (which orders its lanes' shared memory
+ * as a barrier does, and needs no named barrier, so that a block may hold 16 such teams), else named barrier t + 1
+ * (barrier 0 is __syncthreads'). */
 __device__ __forceinline__ void dc_team_sync(int t, int threads) {
-    asm volatile("bar.sync %0, %1;" ::"r"(t + 1), "r"(threads) : "memory");
+    if (threads == 32)
+        __syncwarp();
+    else
+        asm volatile("bar.sync %0, %1;" ::"r"(t + 1), "r"(threads) : "memory");
 }
 
 /* The epilogue of one tile, as conv_direct.cu's (the same operations in the same order): + bias, the activation,
@@ -225,6 +238,27 @@ __device__ __forceinline__ void dc_epilogue(float (&acc)[TR][TC][MB], float *__r
     }
 }
 
+/* Item `item`'s place: its first tile t0 of image b0, h0 the input row its first tile row starts at; rows_a the
+ * plane's rows from image b0 (from h0), and where the item runs into image b0 + 1 (span) the rows from there on are
+ * that image's from row 0. */
+struct dc_item {
+    int b0, t0, h0, rows_a, rows;
+    bool span;
+};
+template <int TR, int K> __device__ __forceinline__ dc_item dc_item_at(const dc_params &d, int item) {
+    dc_item it;
+    /* 64-bit, though the host holds B tiles + team_tiles below 2^31: with int arithmetic here and below, ptxas
+     * spilled more in the unpooled kernels, and 2020's second layer alone ran 11% slower (H100, 2026-11-25). */
+    const long long g0 = (long long)item * d.team_tiles;
+    it.b0 = (int)(g0 / d.tiles), it.t0 = (int)(g0 - (long long)it.b0 * d.tiles);
+    const int tr0 = it.t0 / d.tcols, na = min(d.team_tiles, d.tiles - it.t0);
+    it.h0 = tr0 * TR;
+    it.span = na < d.team_tiles && it.b0 + 1 < d.B;
+    it.rows_a = it.span ? d.H - it.h0 : ((it.t0 + na - 1) / d.tcols - tr0 + 1) * TR + K - 1;
+    it.rows = it.rows_a + (it.span ? ((d.team_tiles - na - 1) / d.tcols + 1) * TR + K - 1 : 0);
+    return it;
+}
+
 /* A persistent grid of blocks of `teams` teams. Team t of block j takes items (j teams + t) + i (gridDim teams), i =
  * 0, 1, ...: the teams share the weights and nothing else, and each keeps its own ring and barrier, so that no warp
  * waits for more than its team's few warps (with one barrier for a block of five warps, ncu put 29% of the stall
@@ -242,7 +276,7 @@ __global__ void __launch_bounds__(DC_THREADS_MAX, 1)
     constexpr int KK = K * K, RN = TC + K - 1; /* a tile row's input: RN floats */
     extern __shared__ __align__(16) float smem[];
     constexpr bool FLAT = F > 0, A8 = F == 2; /* the plane copied flat (d.flat); its rows 8-byte aligned only */
-    const int C = d.C, MP = d.MP, PS = d.PS, n_copy = FLAT ? d.RB * d.W : d.RB * d.WS;
+    const int C = d.C, MP = d.MP, PS = d.PS;
     const int tid = (int)threadIdx.x, team = tid / d.team_threads, tt = tid - team * d.team_threads;
     float *ws = smem, *ring = smem + C * KK * MP + team * DC_NBUF * PS;
     int *ofs = reinterpret_cast<int *>(smem + C * KK * MP + d.teams * DC_NBUF * PS);
@@ -262,23 +296,32 @@ __global__ void __launch_bounds__(DC_THREADS_MAX, 1)
     const int my_items = first < d.items ? (d.items - first + stride - 1) / stride : 0;
     const size_t HW = (size_t)d.H * d.W;
     /* The next plane to copy: the team's item pn, channel pc; sx its channel 0's first row to copy, slim the words
-     * from there to the end of a channel. */
-    int pn = 0, pc = 0, slim = 0;
+     * from there to the end of a channel; split the plane's words from image b0, n_copy all its words. */
+    int pn = 0, pc = 0, slim = 0, split = 0, n_copy = 0;
     const float *sx = x;
     auto stage_item = [&]() {
-        const int item = first + pn * stride, h0 = item % d.per_image * d.team_tiles / d.tcols * TR;
-        sx = x + (size_t)(item / d.per_image) * C * HW + (size_t)h0 * d.W;
-        slim = (d.H - h0) * d.W;
+        const dc_item it = dc_item_at<TR, K>(d, first + pn * stride);
+        sx = x + (size_t)it.b0 * C * HW + (size_t)it.h0 * d.W;
+        slim = (d.H - it.h0) * d.W;
+        split = it.rows_a * d.WS, n_copy = it.rows * d.WS;
     };
     if (my_items > 0) stage_item();
-    auto stage = [&](float *dst, const float *src) {
+    auto stage = [&](float *dst, int c) {
+        const float *src = sx + c * HW;
         if constexpr (FLAT)
-            dc_stage_flat(dst, src, slim, n_copy, tt, d.team_threads);
+            dc_stage_flat(dst, src, slim, split, tt, d.team_threads);
         else
-            dc_stage(dst, src, slim, ofs, n_copy, tt, d.team_threads);
+            dc_stage(dst, src, slim, ofs, 0, 0, split, tt, d.team_threads);
+        if (split < n_copy) { /* the rest from the next image's channel c, row 0 on */
+            const float *next = src + (C - 1) * HW + slim;
+            if constexpr (FLAT)
+                dc_stage_flat(dst + split, next, (int)HW, n_copy - split, tt, d.team_threads);
+            else
+                dc_stage(dst, next, (int)HW, ofs, slim, split, n_copy, tt, d.team_threads);
+        }
     };
     for (int u = 0; u < DC_NBUF - 1; u++) {
-        if (pn < my_items) stage(ring + u * PS, sx + pc * HW);
+        if (pn < my_items) stage(ring + u * PS, pc);
         asm volatile("cp.async.commit_group;" ::: "memory");
         if (++pc == C && ++pn < my_items) pc = 0, stage_item();
     }
@@ -289,10 +332,13 @@ __global__ void __launch_bounds__(DC_THREADS_MAX, 1)
     float acc[TR][TC][MB];
     int slot = 0; /* ring slot of the plane being computed */
     for (int n = 0; n < my_items; n++) {
-        const int item = first + n * stride, part = item % d.per_image, tile = part * d.team_tiles + t;
-        const int tr = tile / d.tcols, tc = tile - tr * d.tcols, tr0 = part * d.team_tiles / d.tcols;
-        const bool on = tt < d.team_units && tile < d.tiles; /* a tile of this item */
-        const int x_at = (tr - tr0) * TR * d.WS + tc * TC;   /* its window in a plane */
+        const int item = first + n * stride;
+        const dc_item it = dc_item_at<TR, K>(d, item);
+        const long long gt = (long long)item * d.team_tiles + t; /* this thread's tile of the batch */
+        const int b = (int)(gt / d.tiles), tile = (int)(gt - (long long)b * d.tiles);
+        const int tr = tile / d.tcols, tc = tile - tr * d.tcols;
+        const bool on = tt < d.team_units && b < d.B; /* a tile of this item */
+        const int x_at = (b == it.b0 ? tr * TR - it.h0 : it.rows_a + tr * TR) * d.WS + tc * TC; /* its window */
 #pragma unroll
         for (int i = 0; i < TR; i++)
 #pragma unroll
@@ -304,7 +350,7 @@ __global__ void __launch_bounds__(DC_THREADS_MAX, 1)
              * the barrier the team's have, and the team is done with the slot the next copy overwrites. */
             asm volatile("cp.async.wait_group %0;" ::"n"(DC_NBUF - 2) : "memory");
             dc_team_sync(team, d.team_threads);
-            if (pn < my_items) stage(ring + (slot + DC_NBUF - 1) % DC_NBUF * PS, sx + pc * HW);
+            if (pn < my_items) stage(ring + (slot + DC_NBUF - 1) % DC_NBUF * PS, pc);
             asm volatile("cp.async.commit_group;" ::: "memory"); /* perhaps empty: the count stays right */
             if (++pc == C && ++pn < my_items) pc = 0, stage_item();
             if (on) {
@@ -350,7 +396,7 @@ __global__ void __launch_bounds__(DC_THREADS_MAX, 1)
             }
             slot = slot + 1 == DC_NBUF ? 0 : slot + 1;
         }
-        if (on) dc_epilogue<P>(acc, y, bias, d, item / d.per_image, tr * TR, tc * TC, g * MB);
+        if (on) dc_epilogue<P>(acc, y, bias, d, b, tr * TR, tc * TC, g * MB);
     }
     asm volatile("cp.async.wait_group 0;" ::: "memory"); /* no copy outlives the block (all were empty by now) */
 }
@@ -386,7 +432,7 @@ static int dc_plane(const dc_params *d, int RB) {
 /* The shape's fixed part of the plan (everything but the team); 0 where this kernel does not take the layer. */
 static int dc_shape(dc_params *d, int *P, int C, int H, int W, int M, int K, const nc_conv_epilogue *e) {
     if (C < 2 || K < 3 || K > 7 || H < K || W < K || M < 1 || !nc_conv_direct_fuses(e, K)) return 0;
-    if ((long long)H * W >= DC_PAST) return 0; /* the copy's table holds offsets within a channel */
+    if ((long long)(2 * H + 8) * W >= DC_PAST) return 0; /* the copy's table holds offsets within two channels */
     *P = e->pool < 0 ? 1 : e->P;
     const int TR = *P == 4 ? 4 : 2, TC = 4, MB = *P == 4 ? 4 : 8;
     d->C = C, d->H = H, d->W = W, d->M = M;
@@ -405,10 +451,20 @@ static int dc_shape(dc_params *d, int *P, int C, int H, int W, int M, int K, con
     return d->MP / MB <= DC_TEAM_MAX && w_bytes + ring_row * (TR + K - 1) <= DC_SMEM_MAX;
 }
 
-/* Input rows a plane holds for an item of n consecutive tiles, tcols a tile row: the tile rows n tiles can touch
- * (from a row's last tile on), TR outputs each, and K - 1 more. */
-static int dc_rows(int tcols, int n, int TR, int K) {
-    return ((n - 1 + tcols - 1) / tcols + 1) * TR + K - 1;
+/* Input rows a plane holds at most for items of n consecutive tiles of the batch, which start at its tiles 0, n, 2n,
+ * ... (an image's tile i n mod tiles): within an image, its tile rows, TR outputs each, and K - 1 more (dc_item_at);
+ * where an item runs into the next image, the rest of the first image's rows from its first tile row and the
+ * second's for its tiles. */
+static int dc_rows(const dc_params *d, int n, int TR, int K) {
+    int rb = 0, t0 = 0;
+    do {
+        const int na = n < d->tiles - t0 ? n : d->tiles - t0, tr0 = t0 / d->tcols;
+        const int rows = na < n ? d->H - tr0 * TR + ((n - na - 1) / d->tcols + 1) * TR + K - 1
+                                : ((t0 + na - 1) / d->tcols - tr0 + 1) * TR + K - 1;
+        if (rows > rb) rb = rows;
+        t0 = (t0 + n) % d->tiles;
+    } while (t0 != 0);
+    return rb;
 }
 
 int nc_conv_directc_takes(int C, int H, int W, int M, int K, const nc_conv_epilogue *e) {
@@ -439,43 +495,41 @@ int nc_conv_launch_directc(float *y, const float *x, const float *k, const float
     int device = 0, sms = 0;
     CUDA_RET(cudaGetDevice(&device));
     CUDA_RET(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    /* A team's tiles: for a team of w = 1..4 warps, as many as its lanes hold for every channel group, then evened
-     * out over the items an image needs; with as many teams a block as its threads and shared memory allow (they
-     * share the weights). The candidate that keeps the most tiles of real output working on an SM at once (blocks
-     * an SM times their teams times an item's real tiles on average) wins; on a tie the larger team (fewer
-     * items, fewer halo rows copied; measured faster on 2019 fall's and 2019 spring's second layers). */
+    /* A team's tiles: for a team of w = 1..4 warps, as many as its lanes hold for every channel group (at most an
+     * image's, so that an item touches two images at most); with as many teams a block as its threads and shared
+     * memory allow (they share the weights). The candidate that keeps the most tiles working on an SM at once
+     * (blocks an SM times their teams times an item's tiles) wins; on a tie the larger team (fewer items, fewer
+     * halo rows copied; measured faster on 2019 fall's and 2019 spring's second layers when items stayed in an
+     * image). */
     const int G = d.MP / MB;
     double best = -1.0;
     int best_tiles = 1, best_teams = 1, best_blocks = 1;
     for (int w = 1; w <= DC_TEAM_MAX / 32; w++) {
-        int n = 32 * w / G < d.tiles ? 32 * w / G : d.tiles;
+        const int n = 32 * w / G < d.tiles ? 32 * w / G : d.tiles;
         if (n < 1) continue;
-        const int per_image = (d.tiles + n - 1) / n;
-        n = (d.tiles + per_image - 1) / per_image;
         const int team_threads = (G * n + 31) / 32 * 32;
         if (team_threads < 32 * w) continue; /* a smaller team did as much */
-        const int rb = dc_rows(d.tcols, n, TR, K);
+        const int rb = dc_rows(&d, n, TR, K);
         const size_t plane = (size_t)dc_plane(&d, rb) * sizeof(float), ring = DC_NBUF * plane;
         const size_t table = d.flat ? 0 : (size_t)rb * d.WS * sizeof(int);
         int teams = DC_THREADS_MAX / team_threads;
-        if (teams > DC_TEAMS_MAX) teams = DC_TEAMS_MAX;
+        if (team_threads > 32 && teams > DC_TEAMS_MAX) teams = DC_TEAMS_MAX;
         while (teams > 1 && w_bytes + teams * ring + table > DC_SMEM_MAX) teams--;
         if (w_bytes + teams * ring + table > DC_SMEM_MAX) continue;
         int per_sm = 0;
         CUDA_RET(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, teams * team_threads,
                                                                w_bytes + teams * ring + table));
-        const double score = (double)per_sm * teams * G * d.tiles / per_image;
+        const double score = (double)per_sm * teams * G * n;
         if (score >= best) best = score, best_tiles = n, best_teams = teams, best_blocks = per_sm > 0 ? per_sm : 1;
     }
-    d.team_tiles = best_tiles;
-    d.per_image = (d.tiles + best_tiles - 1) / best_tiles;
-    if ((long long)B * d.per_image > 0x7FFFFFFF)
-        return nc_fail(err, NC_ERR_ARG, "conv versions 5, 6 and 13 (direct): %d images of %d items is too many at once",
-                       B, d.per_image);
-    d.items = B * d.per_image;
+    d.team_tiles = best_tiles, d.B = B;
+    if ((long long)B * d.tiles + best_tiles > 0x7FFFFFFF)
+        return nc_fail(err, NC_ERR_ARG, "conv versions 5, 6 and 13 (direct): %d images of %d tiles is too many at once",
+                       B, d.tiles);
+    d.items = (B * d.tiles + best_tiles - 1) / best_tiles;
     d.team_units = G * best_tiles;
     d.team_threads = (d.team_units + 31) / 32 * 32;
-    d.RB = dc_rows(d.tcols, best_tiles, TR, K), d.PS = dc_plane(&d, d.RB);
+    d.RB = dc_rows(&d, best_tiles, TR, K), d.PS = dc_plane(&d, d.RB);
     /* No more teams than items, in as few blocks as hold them. */
     d.teams = best_teams < d.items ? best_teams : d.items;
     const long grid = (long)sms * best_blocks, needed = (d.items + d.teams - 1) / d.teams;

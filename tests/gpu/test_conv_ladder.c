@@ -343,13 +343,19 @@ static void test_plane_copies(int B, int C, int H, int W, int M, int K, int act,
     free(flat);
 }
 
-/* The plane copies' shapes: the zoo's three second layers that copy flat, and two small ones. */
+/* The plane copies' shapes: the zoo's three second layers that copy flat, two small ones, and items across images. */
 static void test_plane_copies_all(void) {
     test_plane_copies(300, 6, 30, 30, 16, 5, -1, -1, 1);              /* 2018 spring conv2: W = 2 mod 4 */
     test_plane_copies(300, 6, 22, 22, 16, 5, NC_TANH, NC_MAXPOOL, 2); /* 2019 spring conv2 */
     test_plane_copies(200, 4, 40, 40, 16, 7, NC_RELU, NC_MAXPOOL, 4); /* 2020 conv2: W = 0 mod 4 */
     test_plane_copies(500, 3, 17, 20, 10, 3, -1, -1, 1);              /* H odd, M = 10 of groups of 8 */
     test_plane_copies(400, 2, 18, 26, 5, 5, -1, NC_AVGPOOL, 2);       /* W = 2 mod 4, M = 5 */
+    /* Items that run from one image's last tiles into the next's first (the batch's last item short), and an image
+     * alone: 2018 fall's and 2019 fall's second layers (W odd: by the table both times), 2019 spring's alone. */
+    test_plane_copies(7, 12, 33, 33, 24, 7, NC_TANH, NC_MAXPOOL, 2);
+    test_plane_copies(1, 12, 33, 33, 24, 7, NC_TANH, NC_MAXPOOL, 2);
+    test_plane_copies(5, 12, 33, 33, 24, 5, -1, -1, 1);
+    test_plane_copies(3, 6, 22, 22, 16, 5, -1, -1, 1);
 }
 
 static void test_versions(void) {
