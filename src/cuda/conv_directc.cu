@@ -8,7 +8,8 @@
  * with two blocks an SM held there by shared memory (2026-11-22). Here
  *   - each thread keeps one tile for all the input channels: TR x TC outputs x MB channels (64 sums). Pooling
  *     P = S = 2 (or none) takes 2 x 4 tiles of 8 channels, P = 4 4 x 4 tiles of 4 channels, so that a tile holds
- *     whole pooling windows and its epilogue needs no other thread's sums;
+ *     whole pooling windows and its epilogue needs no other thread's sums; where 6 divides the columns of output
+ *     that count and 4 does not, 2 x 6 tiles of 4 channels (48 sums), so that no column is computed for nothing;
  *   - the threads of a block form teams of one to four warps. A team's item is a run of consecutive tiles of the
  *     batch (image by image, each row-major) for every channel group, as many as its lanes hold, so that few lanes
  *     idle whatever the output's size: an item that reaches an image's last tile goes on into the next image's
@@ -34,7 +35,8 @@
  * ms, 2019 spring's 0.534 -> 0.526 fused and 0.574 -> 0.560 alone, 2020's 1.494 -> 1.433 fused and 2.079 -> 1.959
  * alone; the same bits). Items across images then took the zoo's other second layers 1.4-17% faster, alone and
  * fused (2026-11-25, bench/ab: 2019 spring's fused 0.525 -> 0.449 ms, 2018 fall's fused 5.05 -> 4.48; the same
- * bits), and 2020's, whose items never cross an image, 2% slower (docs/PERFORMANCE.md).
+ * bits), and 2020's, whose items never cross an image, 2% slower (docs/PERFORMANCE.md); and 2 x 6 tiles 2019 spring's
+ * (18 columns) 15% fused and 22% alone (0.449 -> 0.389 and 0.499 -> 0.407 ms; the same bits).
  *
  *   nanoconv eval --model M --backend cuda --conv-kernel 6     (a model whose second layer has C > 1)
  *   nanoconv bench --backend cuda --shape 12x33x33:24x7+tanh+maxpool2 --versions 5,6
@@ -50,8 +52,11 @@
 #define DC_TEAMS_MAX 15         /* teams of several warps: named barriers 1..15 (0 is __syncthreads') */
 #define DC_SMEM_MAX (160 << 10) /* the weights and the teams' rings */
 
-/* A thread's tile for pooling window P (1: none): TR x TC outputs of MB channels. */
-template <int P> struct dc_tile { static constexpr int TR = P == 4 ? 4 : 2, TC = 4, MB = P == 4 ? 4 : 8; };
+/* A thread's tile for pooling window P (1: none): TR x TC outputs of MB channels; TCW = 6 (dc_params.wide): 2 x 6
+ * outputs of 4 channels (48 sums), for P = 1 and 2. */
+template <int P, int TCW = 4> struct dc_tile {
+    static constexpr int TR = P == 4 ? 4 : 2, TC = P == 4 ? 4 : TCW, MB = P == 4 || TCW == 6 ? 4 : 8;
+};
 
 struct dc_params {
     int C, H, W, M;
@@ -69,6 +74,7 @@ struct dc_params {
     int teams;          /* teams a block */
     int team_threads;   /* a team's threads (whole warps) */
     int team_units;     /* those with a tile: channel groups times team_tiles */
+    int wide;           /* tiles of 2 x 6 outputs of 4 channels (P = 1 or 2; the kernel's TCW = 6) */
 };
 
 /* A column past the image in the copy's table: above every limit, so that it is zeros. */
@@ -207,9 +213,28 @@ __device__ __forceinline__ void dc_epilogue(float (&acc)[TR][TC][MB], float *__r
                     if (ph < d.Yh && pw < d.Yw && m < nm) yg[m * YY + (size_t)ph * d.Yw + pw] = s / (float)(P * P);
                 }
             }
+    } else if constexpr (TC == 6) { /* a wide tile row's 6 outputs of a channel as three 8-byte stores where aligned */
+        const bool whole = col0 + TC <= d.Wo;
+#pragma unroll
+        for (int i = 0; i < TR; i++)
+            if (row0 + i < d.Ho)
+#pragma unroll
+                for (int m = 0; m < MB; m++) {
+                    if (m >= nm) continue;
+                    float *o = yg + m * YY + (size_t)(row0 + i) * d.Wo + col0;
+                    if (whole && ((uintptr_t)o & 7) == 0) {
+#pragma unroll
+                        for (int j = 0; j < TC; j += 2)
+                            *reinterpret_cast<float2 *>(o + j) = make_float2(acc[i][j][m], acc[i][j + 1][m]);
+                    } else {
+#pragma unroll
+                        for (int j = 0; j < TC; j++)
+                            if (col0 + j < d.Wo) o[j] = acc[i][j][m];
+                    }
+                }
     } else { /* a tile row's TC = 4 outputs of a channel as one 16-byte store where aligned (else 8- and 4-byte ones):
               * a warp's lanes hold consecutive tiles, so that its stores fill whole sectors where they are 16-byte */
-        static_assert(TC == 4, "the unpooled stores take rows of 4 outputs");
+        static_assert(TC == 4, "the unpooled stores take rows of 4 or 6 outputs");
         const bool whole = col0 + TC <= d.Wo;
 #pragma unroll
         for (int i = 0; i < TR; i++)
@@ -268,14 +293,14 @@ template <int TR, int K> __device__ __forceinline__ dc_item dc_item_at(const dc_
  *   rings (teams, DC_NBUF, PS)    channel planes of RB rows of WS words (W where flat); plane u of a team's sequence
  *                                 (item u / C, channel u % C) in slot u % DC_NBUF
  *   ofs (RB, WS)                  the copy's table (dc_stage), but where flat (dc_stage_flat) */
-template <int K, int P, int F>
+template <int K, int P, int F, int TCW>
 __global__ void __launch_bounds__(DC_THREADS_MAX, 1)
     conv_directc_kernel(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ k,
                         const float *__restrict__ bias, const dc_params d) {
-    constexpr int TR = dc_tile<P>::TR, TC = dc_tile<P>::TC, MB = dc_tile<P>::MB;
+    constexpr int TR = dc_tile<P, TCW>::TR, TC = dc_tile<P, TCW>::TC, MB = dc_tile<P, TCW>::MB;
     constexpr int KK = K * K, RN = TC + K - 1; /* a tile row's input: RN floats */
     extern __shared__ __align__(16) float smem[];
-    constexpr bool FLAT = F > 0, A8 = F == 2; /* the plane copied flat (d.flat); its rows 8-byte aligned only */
+    constexpr bool FLAT = F > 0, A8 = F == 2 || TC == 6; /* the plane copied flat; its rows (tiles) 8-byte aligned */
     const int C = d.C, MP = d.MP, PS = d.PS;
     const int tid = (int)threadIdx.x, team = tid / d.team_threads, tt = tid - team * d.team_threads;
     float *ws = smem, *ring = smem + C * KK * MP + team * DC_NBUF * PS;
@@ -403,24 +428,30 @@ __global__ void __launch_bounds__(DC_THREADS_MAX, 1)
 
 typedef void (*dc_kernel_fn)(float *, const float *, const float *, const float *, const dc_params);
 
-template <int P, int F> static dc_kernel_fn dc_pick(int K) {
+template <int P, int F, int TCW> static dc_kernel_fn dc_pick(int K) {
     switch (K) {
-    case 3: return conv_directc_kernel<3, P, F>;
-    case 4: return conv_directc_kernel<4, P, F>;
-    case 5: return conv_directc_kernel<5, P, F>;
-    case 6: return conv_directc_kernel<6, P, F>;
-    case 7: return conv_directc_kernel<7, P, F>;
+    case 3: return conv_directc_kernel<3, P, F, TCW>;
+    case 4: return conv_directc_kernel<4, P, F, TCW>;
+    case 5: return conv_directc_kernel<5, P, F, TCW>;
+    case 6: return conv_directc_kernel<6, P, F, TCW>;
+    case 7: return conv_directc_kernel<7, P, F, TCW>;
     default: return NULL;
     }
 }
 
 template <int F> static dc_kernel_fn dc_pick_p(int K, int P) {
-    return P == 4 ? dc_pick<4, F>(K) : P == 2 ? dc_pick<2, F>(K) : dc_pick<1, F>(K);
+    return P == 4 ? dc_pick<4, F, 4>(K) : P == 2 ? dc_pick<2, F, 4>(K) : dc_pick<1, F, 4>(K);
+}
+
+template <int F> static dc_kernel_fn dc_pick_wide(int K, int P) {
+    return P == 2 ? dc_pick<2, F, 6>(K) : dc_pick<1, F, 6>(K);
 }
 
 /* Instantiated for K = 3..7, P = 1 (no pooling), 2 and 4, and F: planes copied by the table (0) or flat, with rows
- * 16-byte (1) or 8-byte aligned (2) (45 kernels). */
-static dc_kernel_fn dc_kernel_for(int K, int P, int F) {
+ * 16-byte (1) or 8-byte aligned (2) (45 kernels); and with wide tiles for P = 1 and 2, F = 0 and 2 (20 more: a tile
+ * of six columns starts 8-byte aligned, whatever the rows). */
+static dc_kernel_fn dc_kernel_for(int K, int P, int F, int wide) {
+    if (wide) return F ? dc_pick_wide<2>(K, P) : dc_pick_wide<0>(K, P); /* wide tiles read rows by 8 bytes */
     return F == 2 ? dc_pick_p<2>(K, P) : F == 1 ? dc_pick_p<1>(K, P) : dc_pick_p<0>(K, P);
 }
 
@@ -434,13 +465,17 @@ static int dc_shape(dc_params *d, int *P, int C, int H, int W, int M, int K, con
     if (C < 2 || K < 3 || K > 7 || H < K || W < K || M < 1 || !nc_conv_direct_fuses(e, K)) return 0;
     if ((long long)(2 * H + 8) * W >= DC_PAST) return 0; /* the copy's table holds offsets within two channels */
     *P = e->pool < 0 ? 1 : e->P;
-    const int TR = *P == 4 ? 4 : 2, TC = 4, MB = *P == 4 ? 4 : 8;
     d->C = C, d->H = H, d->W = W, d->M = M;
     d->Ho = H - K + 1, d->Wo = W - K + 1;
     d->act = e->act, d->pool = e->pool;
     d->Yh = *P == 1 ? d->Ho : d->Ho >= *P ? (d->Ho - *P) / *P + 1 : 0;
     d->Yw = *P == 1 ? d->Wo : d->Wo >= *P ? (d->Wo - *P) / *P + 1 : 0;
     const int rows = *P == 1 ? d->Ho : d->Yh * *P, cols = *P == 1 ? d->Wo : d->Yw * *P; /* outputs that count */
+    /* Tiles of 2 x 6 outputs of 4 channels where 6 divides the columns that count and 4 does not (2019 spring's
+     * second layer, 18 columns: 1.15x fused and 1.22x alone against 2 x 4 tiles, which compute 20; H100,
+     * 2026-11-25). Where both leave columns over they were no faster (2019 fall's alone, 29 columns: 0.999x). */
+    d->wide = *P != 4 && cols % 6 == 0 && cols % 4 != 0;
+    const int TR = *P == 4 ? 4 : 2, TC = d->wide ? 6 : 4, MB = *P == 4 || d->wide ? 4 : 8;
     d->tcols = (cols + TC - 1) / TC, d->tiles = (rows + TR - 1) / TR * d->tcols;
     d->MP = (M + MB - 1) / MB * MB;
     d->WS = (d->tcols * TC + K - 1 + 3) / 4 * 4;
@@ -483,13 +518,13 @@ int nc_conv_launch_directc(float *y, const float *x, const float *k, const float
                        "(version 4 takes any)",
                        C, H, W, M, K);
     if (B <= 0 || d.Yh <= 0 || d.Yw <= 0) return NC_OK; /* nothing to compute, or nothing to pool */
-    const int TR = P == 4 ? 4 : 2, MB = P == 4 ? 4 : 8;
+    const int TR = P == 4 ? 4 : 2, MB = P == 4 || d.wide ? 4 : 8;
     /* A plane copied flat where it is one 16-byte aligned run of x: H W a multiple of 4, and W even, so that an item's
      * first row (a multiple of TR = 2 or 4) starts at a multiple of 4 words; its rows then 16-byte aligned where W is a
      * multiple of 4, else 8 (the kernel's F = 1 or 2); else by the table (dc_stage). */
     d.flat = W % 2 == 0 && (long)H * W % 4 == 0 && (uintptr_t)x % 16 == 0;
     if (d.flat) d.WS = W;
-    const dc_kernel_fn fn = dc_kernel_for(K, P, !d.flat ? 0 : W % 4 == 0 ? 1 : 2);
+    const dc_kernel_fn fn = dc_kernel_for(K, P, !d.flat ? 0 : W % 4 == 0 ? 1 : 2, d.wide);
     const size_t w_bytes = (size_t)C * K * K * d.MP * sizeof(float);
     CUDA_RET(cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, DC_SMEM_MAX));
     int device = 0, sms = 0;

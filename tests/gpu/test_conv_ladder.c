@@ -343,7 +343,8 @@ static void test_plane_copies(int B, int C, int H, int W, int M, int K, int act,
     free(flat);
 }
 
-/* The plane copies' shapes: the zoo's three second layers that copy flat, two small ones, and items across images. */
+/* The plane copies' shapes: the zoo's three second layers that copy flat, two small ones, items across images, and
+ * wide tiles. */
 static void test_plane_copies_all(void) {
     test_plane_copies(300, 6, 30, 30, 16, 5, -1, -1, 1);              /* 2018 spring conv2: W = 2 mod 4 */
     test_plane_copies(300, 6, 22, 22, 16, 5, NC_TANH, NC_MAXPOOL, 2); /* 2019 spring conv2 */
@@ -356,6 +357,10 @@ static void test_plane_copies_all(void) {
     test_plane_copies(1, 12, 33, 33, 24, 7, NC_TANH, NC_MAXPOOL, 2);
     test_plane_copies(5, 12, 33, 33, 24, 5, -1, -1, 1);
     test_plane_copies(3, 6, 22, 22, 16, 5, -1, -1, 1);
+    /* Tiles of 2 x 6 outputs (6 divides the columns that count, 4 does not): under average pooling with M = 7, and
+     * unpooled with H odd (2019 spring's second layer, above, takes them too). */
+    test_plane_copies(50, 3, 20, 22, 7, 5, NC_RELU, NC_AVGPOOL, 2);
+    test_plane_copies(40, 2, 21, 34, 6, 5, -1, -1, 1);
 }
 
 static void test_versions(void) {
