@@ -213,7 +213,8 @@ __device__ __forceinline__ void dc_epilogue(float (&acc)[TR][TC][MB], float *__r
                     if (ph < d.Yh && pw < d.Yw && m < nm) yg[m * YY + (size_t)ph * d.Yw + pw] = s / (float)(P * P);
                 }
             }
-    } else if constexpr (TC == 6) { /* a wide tile row's 6 outputs of a channel as three 8-byte stores where aligned */
+    } else { /* unpooled: a tile row's TC outputs of a channel by the widest stores their address allows */
+        static_assert(TC == 4 || TC == 6, "the unpooled stores take rows of 4 or 6 outputs");
         const bool whole = col0 + TC <= d.Wo;
 #pragma unroll
         for (int i = 0; i < TR; i++)
@@ -222,52 +223,44 @@ __device__ __forceinline__ void dc_epilogue(float (&acc)[TR][TC][MB], float *__r
                 for (int m = 0; m < MB; m++) {
                     if (m >= nm) continue;
                     float *o = yg + m * YY + (size_t)(row0 + i) * d.Wo + col0;
-                    if (whole && ((uintptr_t)o & 7) == 0) {
+                    if constexpr (TC == 6) { /* a wide tile row: three 8-byte stores where aligned */
+                        if (whole && ((uintptr_t)o & 7) == 0) {
 #pragma unroll
-                        for (int j = 0; j < TC; j += 2)
-                            *reinterpret_cast<float2 *>(o + j) = make_float2(acc[i][j][m], acc[i][j + 1][m]);
-                    } else {
+                            for (int j = 0; j < TC; j += 2)
+                                *reinterpret_cast<float2 *>(o + j) = make_float2(acc[i][j][m], acc[i][j + 1][m]);
+                        } else {
 #pragma unroll
-                        for (int j = 0; j < TC; j++)
-                            if (col0 + j < d.Wo) o[j] = acc[i][j][m];
-                    }
-                }
-    } else { /* a tile row's TC = 4 outputs of a channel as one 16-byte store where aligned (else 8- and 4-byte ones):
-              * a warp's lanes hold consecutive tiles, so that its stores fill whole sectors where they are 16-byte */
-        static_assert(TC == 4, "the unpooled stores take rows of 4 or 6 outputs");
-        const bool whole = col0 + TC <= d.Wo;
-#pragma unroll
-        for (int i = 0; i < TR; i++)
-            if (row0 + i < d.Ho)
-#pragma unroll
-                for (int m = 0; m < MB; m++) {
-                    if (m >= nm) continue;
-                    float *o = yg + m * YY + (size_t)(row0 + i) * d.Wo + col0;
-                    const float v0 = acc[i][0][m], v1 = acc[i][1][m], v2 = acc[i][2][m], v3 = acc[i][3][m];
-                    const unsigned at = (unsigned)(uintptr_t)o & 15;
-                    if (!whole) {
-                        o[0] = v0;
-                        if (col0 + 1 < d.Wo) o[1] = v1;
-                        if (col0 + 2 < d.Wo) o[2] = v2;
-                    } else if (at == 0) {
-                        *reinterpret_cast<float4 *>(o) = make_float4(v0, v1, v2, v3);
-                    } else if (at == 8) {
-                        *reinterpret_cast<float2 *>(o) = make_float2(v0, v1);
-                        *reinterpret_cast<float2 *>(o + 2) = make_float2(v2, v3);
-                    } else { /* 4 or 12: o + 1 is 8-byte aligned */
-                        o[0] = v0;
-                        *reinterpret_cast<float2 *>(o + 1) = make_float2(v1, v2);
-                        o[3] = v3;
+                            for (int j = 0; j < TC; j++)
+                                if (col0 + j < d.Wo) o[j] = acc[i][j][m];
+                        }
+                    } else { /* one 16-byte store where aligned (else 8- and 4-byte ones): a warp's lanes hold
+                              * consecutive tiles, so that its stores fill whole sectors where they are 16-byte */
+                        const float v0 = acc[i][0][m], v1 = acc[i][1][m], v2 = acc[i][2][m], v3 = acc[i][3][m];
+                        const unsigned at = (unsigned)(uintptr_t)o & 15;
+                        if (!whole) {
+                            o[0] = v0;
+                            if (col0 + 1 < d.Wo) o[1] = v1;
+                            if (col0 + 2 < d.Wo) o[2] = v2;
+                        } else if (at == 0) {
+                            *reinterpret_cast<float4 *>(o) = make_float4(v0, v1, v2, v3);
+                        } else if (at == 8) {
+                            *reinterpret_cast<float2 *>(o) = make_float2(v0, v1);
+                            *reinterpret_cast<float2 *>(o + 2) = make_float2(v2, v3);
+                        } else { /* 4 or 12: o + 1 is 8-byte aligned */
+                            o[0] = v0;
+                            *reinterpret_cast<float2 *>(o + 1) = make_float2(v1, v2);
+                            o[3] = v3;
+                        }
                     }
                 }
     }
 }
 
-/* Item `item`'s place: its first tile t0 of image b0, h0 the input row its first tile row starts at; rows_a the
- * plane's rows from image b0 (from h0), and where the item runs into image b0 + 1 (span) the rows from there on are
- * that image's from row 0. */
+/* Item `item`'s place: its image b0, h0 the input row its first tile row starts at; rows_a the plane's rows from
+ * image b0 (from h0), and where the item runs into image b0 + 1 (span) the rows from there on are that image's from
+ * row 0. */
 struct dc_item {
-    int b0, t0, h0, rows_a, rows;
+    int b0, h0, rows_a, rows;
     bool span;
 };
 template <int TR, int K> __device__ __forceinline__ dc_item dc_item_at(const dc_params &d, int item) {
@@ -275,11 +268,12 @@ template <int TR, int K> __device__ __forceinline__ dc_item dc_item_at(const dc_
     /* 64-bit, though the host holds B tiles + team_tiles below 2^31: with int arithmetic here and below, ptxas
      * spilled more in the unpooled kernels, and 2020's second layer alone ran 11% slower (H100, 2026-11-25). */
     const long long g0 = (long long)item * d.team_tiles;
-    it.b0 = (int)(g0 / d.tiles), it.t0 = (int)(g0 - (long long)it.b0 * d.tiles);
-    const int tr0 = it.t0 / d.tcols, na = min(d.team_tiles, d.tiles - it.t0);
+    it.b0 = (int)(g0 / d.tiles);
+    const int t0 = (int)(g0 - (long long)it.b0 * d.tiles); /* the item's first tile in image b0 */
+    const int tr0 = t0 / d.tcols, na = min(d.team_tiles, d.tiles - t0);
     it.h0 = tr0 * TR;
     it.span = na < d.team_tiles && it.b0 + 1 < d.B;
-    it.rows_a = it.span ? d.H - it.h0 : ((it.t0 + na - 1) / d.tcols - tr0 + 1) * TR + K - 1;
+    it.rows_a = it.span ? d.H - it.h0 : ((t0 + na - 1) / d.tcols - tr0 + 1) * TR + K - 1;
     it.rows = it.rows_a + (it.span ? ((d.team_tiles - na - 1) / d.tcols + 1) * TR + K - 1 : 0);
     return it;
 }

@@ -502,6 +502,7 @@ int main(void) {
         test_case(2, 1, 422, 262, 6, 4, 1); /* flat copies in bands of an even number of rows, or a row at a time */
         test_rows_many_images(1200, 8, 8, 4, 5); /* rows of four, many images a block */
         test_rows_many_images(600, 72, 72, 12, 7);
+        test_rows_many_images(600, 38, 38, 12, 5); /* Wo = 34 = 2 mod 4 */
         test_plane_copies_all();
         CU(cudaStreamDestroy(stream));
         return nc_test_done("test_conv_ladder (quick)");
@@ -515,6 +516,15 @@ int main(void) {
     test_rows_many_images(1000, 72, 72, 12, 7); /* 2018 fall: Wo = 66 = 2 mod 4 */
     test_rows_many_images(1000, 86, 86, 4, 7);  /* 2020 */
     test_rows_many_images(700, 70, 70, 12, 5);  /* 2019 fall: Wo = 66 */
+    test_rows_many_images(800, 38, 38, 12, 5);  /* Wo = 34 = 2 mod 4 */
+    /* Every K, Ho odd and even (version 14's second row past Ho left out), Wo = 2 mod 4 with y's planes 16-byte
+     * aligned (Ho even: shifted second rows) or not (Ho odd: a float at a time), and Wo = 0 mod 4; M not a whole
+     * number of groups of 4. Then several bands with Wo = 2 mod 4, shifted (Ho Wo a multiple of 4) or not. */
+    for (int K = 3; K <= 7; K++)
+        for (int hm = 0; hm < 4; hm++) /* Ho = 24 + hm; Wo = 18, 18, 20, 20 */
+            test_rows_many_images(200 + 20 * K, 23 + K + hm, 17 + K + 2 * (hm / 2), 5 + K % 4, K);
+    test_case(2, 1, 422, 274, 6, 5, 1);
+    test_case(2, 1, 301, 422, 5, 5, 1);
     test_plane_copies_all();
     CU(cudaStreamDestroy(stream));
     return nc_test_done("test_conv_ladder");
