@@ -263,19 +263,28 @@ struct dc_item {
     int b0, h0, rows_a, rows;
     bool span;
 };
-template <int TR, int K> __device__ __forceinline__ dc_item dc_item_at(const dc_params &d, int item) {
+
+/* The place of an item of n tiles from tile t0 of image b0: the item's tile rows, TR outputs each, and K - 1 more;
+ * or, where it runs past the image's last tile and another image follows, the rest of the image from its first tile
+ * row, then the next image's tile rows that its other tiles touch, and K - 1 more. For the kernel (dc_item_at) and
+ * the host's plane size (dc_rows). */
+__host__ __device__ __forceinline__ dc_item dc_item_rows(const dc_params &d, int b0, int t0, int n, int TR, int K) {
     dc_item it;
+    const int tr0 = t0 / d.tcols, na = min(n, d.tiles - t0);
+    it.b0 = b0, it.h0 = tr0 * TR;
+    it.span = na < n && b0 + 1 < d.B;
+    it.rows_a = it.span ? d.H - it.h0 : ((t0 + na - 1) / d.tcols - tr0 + 1) * TR + K - 1;
+    it.rows = it.rows_a + (it.span ? ((n - na - 1) / d.tcols + 1) * TR + K - 1 : 0);
+    return it;
+}
+
+template <int TR, int K> __device__ __forceinline__ dc_item dc_item_at(const dc_params &d, int item) {
     /* 64-bit, though the host holds B tiles + team_tiles below 2^31: with int arithmetic here and below, ptxas
      * spilled more in the unpooled kernels, and 2020's second layer alone ran 11% slower (H100, 2026-11-25). */
     const long long g0 = (long long)item * d.team_tiles;
-    it.b0 = (int)(g0 / d.tiles);
-    const int t0 = (int)(g0 - (long long)it.b0 * d.tiles); /* the item's first tile in image b0 */
-    const int tr0 = t0 / d.tcols, na = min(d.team_tiles, d.tiles - t0);
-    it.h0 = tr0 * TR;
-    it.span = na < d.team_tiles && it.b0 + 1 < d.B;
-    it.rows_a = it.span ? d.H - it.h0 : ((t0 + na - 1) / d.tcols - tr0 + 1) * TR + K - 1;
-    it.rows = it.rows_a + (it.span ? ((d.team_tiles - na - 1) / d.tcols + 1) * TR + K - 1 : 0);
-    return it;
+    const int b0 = (int)(g0 / d.tiles);
+    const int t0 = (int)(g0 - (long long)b0 * d.tiles); /* the item's first tile in image b0 */
+    return dc_item_rows(d, b0, t0, d.team_tiles, TR, K);
 }
 
 /* A persistent grid of blocks of `teams` teams. Team t of block j takes items (j teams + t) + i (gridDim teams), i =
@@ -481,15 +490,12 @@ static int dc_shape(dc_params *d, int *P, int C, int H, int W, int M, int K, con
 }
 
 /* Input rows a plane holds at most for items of n consecutive tiles of the batch, which start at its tiles 0, n, 2n,
- * ... (an image's tile i n mod tiles): within an image, its tile rows, TR outputs each, and K - 1 more (dc_item_at);
- * where an item runs into the next image, the rest of the first image's rows from its first tile row and the
- * second's for its tiles. */
+ * ... (an image's tile i n mod tiles), as dc_item_rows counts them in image 0 (which has a next image where d->B > 1,
+ * as every image but the last has). */
 static int dc_rows(const dc_params *d, int n, int TR, int K) {
     int rb = 0, t0 = 0;
     do {
-        const int na = n < d->tiles - t0 ? n : d->tiles - t0, tr0 = t0 / d->tcols;
-        const int rows = na < n ? d->H - tr0 * TR + ((n - na - 1) / d->tcols + 1) * TR + K - 1
-                                : ((t0 + na - 1) / d->tcols - tr0 + 1) * TR + K - 1;
+        const int rows = dc_item_rows(*d, 0, t0, n, TR, K).rows;
         if (rows > rb) rb = rows;
         t0 = (t0 + n) % d->tiles;
     } while (t0 != 0);
@@ -531,6 +537,7 @@ int nc_conv_launch_directc(float *y, const float *x, const float *k, const float
      * halo rows copied; measured faster on 2019 fall's and 2019 spring's second layers when items stayed in an
      * image). */
     const int G = d.MP / MB;
+    d.B = B; /* dc_rows: items run into a next image only where there is one */
     double best = -1.0;
     int best_tiles = 1, best_teams = 1, best_blocks = 1;
     for (int w = 1; w <= DC_TEAM_MAX / 32; w++) {
@@ -551,7 +558,7 @@ int nc_conv_launch_directc(float *y, const float *x, const float *k, const float
         const double score = (double)per_sm * teams * G * n;
         if (score >= best) best = score, best_tiles = n, best_teams = teams, best_blocks = per_sm > 0 ? per_sm : 1;
     }
-    d.team_tiles = best_tiles, d.B = B;
+    d.team_tiles = best_tiles;
     if ((long long)B * d.tiles + best_tiles > 0x7FFFFFFF)
         return nc_fail(err, NC_ERR_ARG, "conv versions 5, 6 and 13 (direct): %d images of %d tiles is too many at once",
                        B, d.tiles);
