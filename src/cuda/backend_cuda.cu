@@ -10,7 +10,7 @@
  * around that layer alone, summed over the chunks. With version 6 a
  * convolution followed by an activation and/or a pooling it can fuse runs as
  * one kernel (Op Time's note says "fused tanh+maxpool"; the time is then the
- * fused group's), and a first convolution on images of the model's size reads
+ * fused group's; version 14 fuses likewise), and a first convolution on images of the model's size reads
  * the uint8 pixels straight from the upload buffer. --precision tf32 / 3xtf32 (opts->precision) trade
  * exactness for the tensor cores: the convolutions on versions 7 / 8 (conv_tc.cu, fused likewise; Op
  * Time's note adds "tf32" / "3xtf32") and every dense layer on dense_tc.cu's GEMM.
@@ -30,14 +30,14 @@
 /* Share of the free device memory the activations of one chunk may take. */
 #define CUDA_MEMORY_SHARE 0.7
 
-/* The conv versions that take the activation and pooling after a convolution: 6 (conv_direct.cu) and the
- * tensor-core ones, 7 to 10 (conv_tc.cu, which leave what they do not take to 6). */
-#define CUDA_FUSING_VERSION 6
+/* The conv versions that take the activation and pooling after a convolution: 6 and 14 (conv_direct.cu: 2 x 2
+ * patches, or two rows of four, nc_conv_launch_fused_rows' rows 0 and 2) and the tensor-core ones, 7 to 10
+ * (conv_tc.cu, which leave what they do not take to 6). */
 static int version_is_tc(int v) {
     return nc_cuda_conv_version_precision(v) != NC_PRECISION_FP32;
 }
 static int version_fuses(int v) {
-    return v == CUDA_FUSING_VERSION || version_is_tc(v);
+    return nc_conv_fused_rows_of(v) >= 0 || version_is_tc(v);
 }
 
 typedef struct {
@@ -114,8 +114,9 @@ static int cuda_layer(cuda_plan *p, int li, int B, float *y, const float *x, int
                                        g->bias[li], B, l->in.c, l->in.h, l->in.w, l->m, l->k, &p->epi[li], g->stream,
                                        err);
             else
-                rc = nc_conv_launch_fused(y, x, u8 ? g->img : NULL, u8 ? &p->lut : NULL, g->weight[li], g->bias[li], B,
-                                          l->in.c, l->in.h, l->in.w, l->m, l->k, &p->epi[li], g->stream, err);
+                rc = nc_conv_launch_fused_rows(y, x, u8 ? g->img : NULL, u8 ? &p->lut : NULL, g->weight[li],
+                                               g->bias[li], B, l->in.c, l->in.h, l->in.w, l->m, l->k, &p->epi[li],
+                                               nc_conv_fused_rows_of(p->version[li]), g->stream, err);
         } else {
             rc = nc_cuda_conv_forward(p->version[li], y, x, g->weight[li], g->bias[li], B, l->in.c, l->in.h, l->in.w,
                                       l->m, l->k, g->stream, err);

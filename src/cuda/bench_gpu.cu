@@ -36,8 +36,6 @@ static const nc_vendor_api *lib;
 #define MAX_REPS 50
 /* Dense layer shapes (IN, OUT, N) timed once a run, however many models have them. */
 #define MAX_DENSE_SEEN 64
-/* conv_ladder.h: nc_conv_launch_fused is version 6, the fastest exact-fp32 version with the epilogue fused. */
-#define FUSED_VERSION 6
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -400,11 +398,12 @@ static int op_version(void *ctx, cudaStream_t s, nc_error *err) {
     return nc_cuda_conv_forward(c->version, c->y, c->x, c->k, c->bias, c->N, h->C, h->H, h->W, h->M, h->K, s, err);
 }
 
+/* An exact version with its epilogue fused (6 or 14: nc_conv_fused_rows_of). */
 static int op_fused(void *ctx, cudaStream_t s, nc_error *err) {
     conv_ctx *c = (conv_ctx *)ctx;
     const nc_bench_shape *h = c->sh;
-    return nc_conv_launch_fused(c->y, c->x, c->xu, c->xu ? &c->lut : NULL, c->k, c->bias, c->N, h->C, h->H, h->W, h->M,
-                                h->K, &c->epi, s, err);
+    return nc_conv_launch_fused_rows(c->y, c->x, c->xu, c->xu ? &c->lut : NULL, c->k, c->bias, c->N, h->C, h->H, h->W,
+                                     h->M, h->K, &c->epi, nc_conv_fused_rows_of(c->version), s, err);
 }
 
 static int op_tc(void *ctx, cudaStream_t s, nc_error *err) {
@@ -656,7 +655,7 @@ static int bench_shape(bench *b, const nc_bench_shape *h, int N, nc_error *err) 
         }
         emit_row(b, h, N, v, label, p, 0, note, ms, runs, conv_cost(b, h, N, 0, 0, 4, p), cudnn_ms);
     }
-    /* Version 6 and the tensor-core versions as the network runs them: with the activation and pooling, on uint8
+    /* Versions 6, 14 and the tensor-core ones as the network runs them: with the activation and pooling, on uint8
      * pixels where the layer reads the model's input. */
     c.epi.act = h->act;
     c.epi.pool = h->pool;
@@ -666,11 +665,18 @@ static int bench_shape(bench *b, const nc_bench_shape *h, int N, nc_error *err) 
     memcpy(c.lut.v, h->lut, sizeof c.lut.v);
     if ((h->act >= 0 || h->pool >= 0) && nc_conv_direct_fuses(&c.epi, h->K)) {
         char label[48], note[160], pnote[96];
-        snprintf(label, sizeof label, "v%d fused%s", FUSED_VERSION, c.xu ? " u8" : "");
         snprintf(note, sizeof note, "fused %s+%s", kind_name(h->act), kind_name(h->pool));
-        if (wanted(b, FUSED_VERSION)) {
+        /* The exact versions that fuse: 6, and 14 (version 6's kernel where it takes neither the pooling nor the
+         * channels: 4/4 pooling, and several channels on float input). */
+        for (int v = 1; v <= nc_cuda_conv_num_versions(); v++) {
+            if (nc_conv_fused_rows_of(v) < 0 || !wanted(b, v)) continue;
+            if (v == 6)
+                snprintf(label, sizeof label, "v6 fused%s", c.xu ? " u8" : "");
+            else
+                snprintf(label, sizeof label, "v%d %s fused%s", v, nc_cuda_conv_version_name(v), c.xu ? " u8" : "");
+            c.version = v;
             if ((rc = time_median(b, op_fused, &c, &ms, &runs, err))) goto cleanup;
-            emit_row(b, h, N, FUSED_VERSION, label, NC_PRECISION_FP32, 1, note, ms, runs,
+            emit_row(b, h, N, v, label, NC_PRECISION_FP32, 1, note, ms, runs,
                      conv_cost(b, h, N, 1, c.xu != NULL, 4, NC_PRECISION_FP32), cudnn_ms);
         }
         /* The tensor-core versions, fused, where they take the layer (else they are version 6, timed above). */

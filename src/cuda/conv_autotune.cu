@@ -101,14 +101,16 @@ static void cache_key(char *key, size_t size, const cudaDeviceProp *prop, const 
 
 /* ------------------------------------------------------------------ timing */
 
-/* One run of layer t as version v would do it in the network: v < 6 the convolution, then its activation and
- * pooling as their own kernels; v = 6 the fused kernel. Inputs and outputs are g's buffers, contents ignored. */
+/* One run of layer t as version v would do it in the network: the fused kernel for v = 6 and 14
+ * (nc_conv_fused_rows_of), else the convolution, then its activation and pooling as their own kernels. Inputs and
+ * outputs are g's buffers, contents ignored. */
 static int run_version(nc_gpu *g, const nc_conv_tune_layer *t, int v, int B, nc_error *err) {
     const nc_layer *l = &g->m->layers[t->li];
     float *x = g->act[0], *y = g->act[1];
-    if (v == 6 && t->fused_layers > 0)
-        return nc_conv_launch_fused(y, x, t->u8 ? g->img : NULL, t->u8 ? t->lut : NULL, g->weight[t->li],
-                                    g->bias[t->li], B, l->in.c, l->in.h, l->in.w, l->m, l->k, &t->epi, g->stream, err);
+    if (nc_conv_fused_rows_of(v) >= 0 && t->fused_layers > 0)
+        return nc_conv_launch_fused_rows(y, x, t->u8 ? g->img : NULL, t->u8 ? t->lut : NULL, g->weight[t->li],
+                                         g->bias[t->li], B, l->in.c, l->in.h, l->in.w, l->m, l->k, &t->epi,
+                                         nc_conv_fused_rows_of(v), g->stream, err);
     int rc = nc_cuda_conv_forward(v, y, x, g->weight[t->li], g->bias[t->li], B, l->in.c, l->in.h, l->in.w, l->m, l->k,
                                   g->stream, err);
     const int Ho = l->in.h - l->k + 1, Wo = l->in.w - l->k + 1;

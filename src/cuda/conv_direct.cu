@@ -37,8 +37,10 @@
  *      82.5% FFMA, and the layer alone took 1.41 -> 1.30 ms, 2020's 0.74 -> 0.66, 2017's 0.48 -> 0.45 (H100,
  *      2026-11-25). A version of its own, as the default times it with the others: 2019 spring's first layer is
  *      slower (M = 6: two groups of 4, a quarter of the sums padding, though 2018 spring's, also M = 6, gains).
- *      The convolution alone.
- *      nanoconv eval --model M --backend cuda --conv-kernel 14
+ *      Fused as version 6 is where the pooling is 2/2 or none: a tile is then two pooling windows side by side, both
+ *      taken from the sums in registers (the last tile of a row of odd Wp computes its second for nothing), 8
+ *      pooled outputs stored a thread; 4/4 pooling takes version 6's 4 x 4 patches.
+ *      nanoconv eval --model M --backend cuda --conv-kernel 14   (Op Time's note: "fused tanh+maxpool")
  * Layers of several channels on float input go to conv_directc.cu's kernel where it takes them (the zoo's second
  * layers: it is 1.2 to 1.4 times as fast there); this one keeps one-channel layers, uint8 pixels and the rest.
  *
@@ -297,17 +299,23 @@ __device__ __forceinline__ float direct_weight(const float *__restrict__ k, cons
  *   raw (2, C, RW)      uint8 input: the pixels of the next two items as copied (4-byte words)
  *   lut (256)           uint8 input only (xu not NULL; a run-time choice, as it costs only the staging)
  * Each of them starts 16-byte aligned. */
-template <int K, int PH, int PW, int MB, int SH = 0>
+template <int K, int PH, int PW, int MB, int SH = 0, bool TP = false>
 __global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PH, PW, MB))
     conv_direct_kernel(float *__restrict__ y, const float *__restrict__ x, const uint8_t *__restrict__ xu,
                        const nc_conv_lut lut, const float *__restrict__ k, const float *__restrict__ bias,
                        const direct_params d) {
     constexpr int KK = K * K, KK4 = (KK + 3) / 4 * 4, WH = PH + K - 1, WW = PW + K - 1;
-    static_assert(PH == PW || (PW == 4 && (PH == 1 || PH == 2)), "pooling windows, or unpooled rows of four");
+    static_assert(PH == PW || (PW == 4 && (PH == 1 || PH == 2)), "pooling windows, or rows of four");
     static_assert(SH == 0 || (SH == 2 && PH == 2 && PW == 4), "only two rows of four shift their second row");
+    static_assert(!TP || (PH == 2 && PW == 4 && SH == 0), "only unshifted two rows of four pool as two windows");
     /* Tiles of two rows of four (version 14) take the weights tap-major: a tap's MB channels (padded to MB4) are one
      * or two 16-byte loads, each used for 8 outputs a channel; the other shapes take a channel's K K taps a row. */
-    constexpr bool TAPS = PH == 2 && PW == 4, PAIRS = WW % 2 == 0;          /* PAIRS: the window read by 8-byte loads */
+    constexpr bool TAPS = PH == 2 && PW == 4, PAIRS = WW % 2 == 0; /* PAIRS: the window read by 8-byte loads */
+    /* The kernels that pool (P = S = PH): a square patch is one pooling window; two rows of four pool as two windows
+     * side by side (NP a channel) in a kernel of their own (TP), which has no unpooled stores, so that the kernels of
+     * the convolution alone keep their code; rows of four do not pool. */
+    constexpr bool POOLS = PH == PW || TP;
+    constexpr int NP = PW / PH;
     constexpr int MB4 = (MB + 3) / 4 * 4, WGC = TAPS ? KK * MB4 : MB * KK4; /* floats a (group, channel) */
     extern __shared__ __align__(16) float smem[];
     const int C = d.C, WS = d.WS, band = C * d.CS;
@@ -450,26 +458,33 @@ __global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PH, PW, 
                 float bm[MB];
 #pragma unroll
                 for (int mi = 0; mi < MB; mi++) bm[mi] = bias ? bs[m0 + mi] : 0.0f;
-                if (d.pool == NC_MAXPOOL && PH == PW) {
-                    float o[MB];
+                if (d.pool == NC_MAXPOOL && POOLS) {
+                    float o[MB][NP]; /* each pooling window's maximum, then its bias and activation */
 #pragma unroll
-                    for (int mi = 0; mi < MB; mi++) {
-                        float v = acc[mi][0][0];
+                    for (int mi = 0; mi < MB; mi++)
 #pragma unroll
-                        for (int i = 0; i < PH; i++)
+                        for (int n = 0; n < NP; n++) {
+                            float v = acc[mi][0][n * PH];
 #pragma unroll
-                            for (int j = 0; j < PW; j++) v = fmaxf(v, acc[mi][i][j]);
-                        o[mi] = bias ? v + bm[mi] : v;
-                    }
-                    nc_act_n(d.act, o);
-                    float *yo = yb + m0 * YY + (pr0 + pr) * d.Yw + pc;
-                    if (nm == MB) {
+                            for (int i = 0; i < PH; i++)
 #pragma unroll
-                        for (int mi = 0; mi < MB; mi++) yo[mi * YY] = o[mi];
+                                for (int j = 0; j < PH; j++) v = fmaxf(v, acc[mi][i][n * PH + j]);
+                            o[mi][n] = bias ? v + bm[mi] : v;
+                        }
+                    nc_act_n(d.act, reinterpret_cast<float(&)[MB * NP]>(o));
+                    float *yo = yb + m0 * YY + (pr0 + pr) * d.Yw + pc * NP;
+                    const int np = NP == 1 ? 1 : min(NP, d.Yw - pc * NP); /* a row's last tile: Yw odd */
+                    if (nm == MB && np == NP) {
+#pragma unroll
+                        for (int mi = 0; mi < MB; mi++)
+#pragma unroll
+                            for (int n = 0; n < NP; n++) yo[mi * YY + n] = o[mi][n];
                     } else {
 #pragma unroll
                         for (int mi = 0; mi < MB; mi++)
-                            if (mi < nm) yo[mi * YY] = o[mi];
+#pragma unroll
+                            for (int n = 0; n < NP; n++)
+                                if (mi < nm && n < np) yo[mi * YY + n] = o[mi][n];
                     }
                 } else {
                     float v[MB][PH][PW];
@@ -480,18 +495,21 @@ __global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PH, PW, 
 #pragma unroll
                             for (int j = 0; j < PW; j++) v[mi][i][j] = bias ? acc[mi][i][j] + bm[mi] : acc[mi][i][j];
                     nc_act_n(d.act, reinterpret_cast<float(&)[MB * PH * PW]>(v));
-                    if (d.pool == NC_AVGPOOL && PH == PW) {
-                        float *yo = yb + m0 * YY + (pr0 + pr) * d.Yw + pc;
+                    if (d.pool == NC_AVGPOOL && POOLS) {
+                        float *yo = yb + m0 * YY + (pr0 + pr) * d.Yw + pc * NP;
+                        const int np = NP == 1 ? 1 : min(NP, d.Yw - pc * NP);
 #pragma unroll
-                        for (int mi = 0; mi < MB; mi++) {
-                            float s = 0.0f;
+                        for (int mi = 0; mi < MB; mi++)
 #pragma unroll
-                            for (int i = 0; i < PH; i++)
+                            for (int n = 0; n < NP; n++) {
+                                float s = 0.0f;
 #pragma unroll
-                                for (int j = 0; j < PW; j++) s += v[mi][i][j];
-                            if (mi < nm) yo[mi * YY] = s / (float)(PH * PW);
-                        }
-                    } else { /* unpooled: the PH x PW outputs at (oh, ow) */
+                                for (int i = 0; i < PH; i++)
+#pragma unroll
+                                    for (int j = 0; j < PH; j++) s += v[mi][i][n * PH + j];
+                                if (mi < nm && n < np) yo[mi * YY + n] = s / (float)(PH * PH);
+                            }
+                    } else if constexpr (!TP) { /* unpooled: the PH x PW outputs at (oh, ow) */
                         const int oh = (pr0 + pr) * PH, ow = direct_col<PH, PW>(d, pr0 + pr, pc);
                         float *yo = yb + m0 * YY + oh * d.Wo + ow;
                         if (PH == 1 && d.quad_out) {
@@ -603,10 +621,14 @@ static int direct_mb(int M, int PH) {
 }
 
 /* Instantiated for K = 3..7: 2 x 2 patches (pooling 2/2) and rows of four (unpooled) with MB = 4, 6, 10; two rows
- * of four (unpooled) and 4 x 4 patches (pooling 4/4) with MB = 4 (40 kernels). */
-template <int K> static direct_kernel_fn direct_pick(int PH, int PW, int MB, int SH) {
+ * of four (unpooled, the second row shifted or not, and under 2/2 pooling) and 4 x 4 patches (pooling 4/4) with
+ * MB = 4 (50 kernels). */
+template <int K> static direct_kernel_fn direct_pick(int PH, int PW, int MB, int SH, int TP) {
     if (PH == 4) return conv_direct_kernel<K, 4, 4, 4>;
-    if (PH == 2 && PW == 4) return SH ? conv_direct_kernel<K, 2, 4, 4, 2> : conv_direct_kernel<K, 2, 4, 4>;
+    if (PH == 2 && PW == 4)
+        return SH   ? conv_direct_kernel<K, 2, 4, 4, 2>
+               : TP ? conv_direct_kernel<K, 2, 4, 4, 0, true>
+                    : conv_direct_kernel<K, 2, 4, 4>;
     if (PH == 1) switch (MB) {
         case 10: return conv_direct_kernel<K, 1, 4, 10>;
         case 6: return conv_direct_kernel<K, 1, 4, 6>;
@@ -619,13 +641,13 @@ template <int K> static direct_kernel_fn direct_pick(int PH, int PW, int MB, int
     }
 }
 
-static direct_kernel_fn direct_kernel_for(int K, int PH, int PW, int MB, int SH) {
+static direct_kernel_fn direct_kernel_for(int K, int PH, int PW, int MB, int SH, int TP) {
     switch (K) {
-    case 3: return direct_pick<3>(PH, PW, MB, SH);
-    case 4: return direct_pick<4>(PH, PW, MB, SH);
-    case 5: return direct_pick<5>(PH, PW, MB, SH);
-    case 6: return direct_pick<6>(PH, PW, MB, SH);
-    case 7: return direct_pick<7>(PH, PW, MB, SH);
+    case 3: return direct_pick<3>(PH, PW, MB, SH, TP);
+    case 4: return direct_pick<4>(PH, PW, MB, SH, TP);
+    case 5: return direct_pick<5>(PH, PW, MB, SH, TP);
+    case 6: return direct_pick<6>(PH, PW, MB, SH, TP);
+    case 7: return direct_pick<7>(PH, PW, MB, SH, TP);
     default: return NULL;
     }
 }
@@ -665,32 +687,41 @@ int nc_conv_direct_fuses(const nc_conv_epilogue *e, int K) {
     return (e->pool == NC_MAXPOOL || e->pool == NC_AVGPOOL) && e->P == e->S && (e->P == 2 || e->P == 4);
 }
 
-/* Versions 5 and 6 (rows = 0) and 13 (rows = 1: unpooled outputs a row of four a thread; pooled layers and several
- * channels as version 6): nc_conv_launch_fused's arguments and result. */
+/* Versions 5 and 6 (rows = 0), 13 (rows = 1: unpooled outputs a row of four a thread; pooled layers as version 6)
+ * and 14 (rows = 2: two rows of four, unpooled or under 2/2 pooling; 4/4 pooling as version 6); several channels on
+ * float input as versions 5 and 6 (conv_directc.cu): nc_conv_launch_fused's arguments and result. */
 static int direct_launch(float *y, const float *x, const uint8_t *x_u8, const nc_conv_lut *lut, const float *k,
                          const float *bias, int B, int C, int H, int W, int M, int K, const nc_conv_epilogue *e,
                          int rows, cudaStream_t stream, nc_error *err) {
     if (!nc_conv_direct_fuses(e, K))
-        return nc_fail(err, NC_ERR_ARG,
-                       "conv versions 5, 6 and 13 (direct) take K = 3..7 and pooling with P = S = 2 or 4, not K = %d, "
-                       "pool %d/%d (version 4 takes any K)",
-                       K, e->P, e->S);
+        return nc_fail(
+            err, NC_ERR_ARG,
+            "conv versions 5, 6, 13 and 14 (direct) take K = 3..7 and pooling with P = S = 2 or 4, not K = %d, "
+            "pool %d/%d (version 4 takes any K)",
+            K, e->P, e->S);
     if (!x_u8 && nc_conv_directc_takes(C, H, W, M, K, e)) /* several channels: conv_directc.cu */
         return nc_conv_launch_directc(y, x, k, bias, B, C, H, W, M, K, e, stream, err);
     direct_params d;
     d.C = C, d.H = H, d.W = W, d.M = M;
     d.Ho = H - K + 1, d.Wo = W - K + 1;
     d.act = e->act, d.pool = e->pool;
-    /* A thread's patch: the P x P pooling window; unpooled 2 x 2 outputs, a row of four (version 13) or two rows of
-     * four (version 14). */
-    const int PH = e->pool != EPI_NONE ? e->P : rows == 1 ? 1 : 2, PW = e->pool != EPI_NONE ? e->P : rows ? 4 : 2;
+    /* A thread's patch: unpooled 2 x 2 outputs, a row of four (version 13) or two rows of four (version 14); pooled,
+     * the P x P pooling window, or for version 14 under 2/2 pooling two rows of four, two windows side by side. */
+    const int tiles = rows == 2 && (e->pool == EPI_NONE || e->P == 2);
+    const int PH = e->pool != EPI_NONE ? e->P
+                   : rows == 1         ? 1
+                                       : 2,
+              PW = tiles                 ? 4
+                   : e->pool != EPI_NONE ? e->P
+                   : rows                ? 4
+                                         : 2;
     if (e->pool == EPI_NONE) {
         d.pr_total = (d.Ho + PH - 1) / PH, d.pc = (d.Wo + PW - 1) / PW;
         d.Yh = d.Ho, d.Yw = d.Wo;
     } else {
-        d.pr_total = (d.Ho - PH) / PH + 1, d.pc = (d.Wo - PW) / PW + 1;
-        d.Yh = d.pr_total, d.Yw = d.pc;
-        if (d.Ho < PH || d.Wo < PW) return NC_OK; /* nothing to pool */
+        if (d.Ho < PH || d.Wo < PH) return NC_OK; /* nothing to pool */
+        d.Yh = (d.Ho - PH) / PH + 1, d.Yw = (d.Wo - PH) / PH + 1;
+        d.pr_total = d.Yh, d.pc = (d.Yw + PW / PH - 1) / (PW / PH); /* a tile of two windows: the last may be one */
     }
     /* Two rows of four take 4 channels a thread: with 6, ptxas needs 178 registers (one block an SM) or spills. */
     const int MB = PH == 2 && PW == 4 ? 4 : direct_mb(M, PH), KK4 = (K * K + 3) / 4 * 4, MB4 = (MB + 3) / 4 * 4;
@@ -725,10 +756,11 @@ static int direct_launch(float *y, const float *x, const uint8_t *x_u8, const nc
             most = mid - 1;
     }
     if (band < 1)
-        return nc_fail(err, NC_ERR_ARG,
-                       "conv versions 5, 6 and 13 (direct): two bands of C = %d rows of %d pixels do not fit in %d KB "
-                       "of shared memory with the weights (version 4 takes it)",
-                       C, W, (int)(cap / 1024));
+        return nc_fail(
+            err, NC_ERR_ARG,
+            "conv versions 5, 6, 13 and 14 (direct): two bands of C = %d rows of %d pixels do not fit in %d KB "
+            "of shared memory with the weights (version 4 takes it)",
+            C, W, (int)(cap / 1024));
     d.quad_out = PH == 1 && e->pool == EPI_NONE && d.Wo % 2 == 0 && (long)d.Ho * d.Wo % 4 == 0 && (uintptr_t)y % 16 == 0
                      ? (d.Wo % 4 == 0 ? 1 : 2)
                      : 0;
@@ -759,15 +791,16 @@ static int direct_launch(float *y, const float *x, const uint8_t *x_u8, const nc
         if (W % cw == 0 && WS % cw == 0 && (uintptr_t)x % (4 * cw) == 0) d.cw = cw;
     if ((long long)M * d.Yh * d.Yw > 0x7FFFFFFF)
         return nc_fail(err, NC_ERR_ARG,
-                       "conv versions 5, 6 and 13 (direct): an image's output of %d x %d x %d is too large", M, d.Yh,
-                       d.Yw);
+                       "conv versions 5, 6, 13 and 14 (direct): an image's output of %d x %d x %d is too large", M,
+                       d.Yh, d.Yw);
     if ((long long)B * d.bands > 0x7FFFFFFF)
-        return nc_fail(err, NC_ERR_ARG, "conv versions 5, 6 and 13 (direct): %d images of %d bands is too many at once",
-                       B, d.bands);
+        return nc_fail(err, NC_ERR_ARG,
+                       "conv versions 5, 6, 13 and 14 (direct): %d images of %d bands is too many at once", B, d.bands);
     d.work = B * d.bands;
     const int patches = d.band_pr * d.pc;
     const size_t smem = fixed + ((size_t)2 * C * d.CS + 3) / 4 * 4 * sizeof(float) + 2 * (size_t)C * d.RW * 4;
-    const direct_kernel_fn fn = direct_kernel_for(K, PH, PW, MB, d.quad_out == 2 && PH == 2 ? 2 : 0);
+    const direct_kernel_fn fn =
+        direct_kernel_for(K, PH, PW, MB, d.quad_out == 2 && PH == 2 ? 2 : 0, PW == 4 && e->pool != EPI_NONE);
     if (smem > 48 * 1024)
         CUDA_RET(cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     /* Pooled layers: blocks of half the threads where four of them fit on an SM (as many warps as two whole ones,
@@ -799,10 +832,14 @@ int nc_conv_launch_fused(float *y, const float *x, const uint8_t *x_u8, const nc
     return direct_launch(y, x, x_u8, lut, k, bias, B, C, H, W, M, K, e, 0, stream, err);
 }
 
+int nc_conv_fused_rows_of(int version) {
+    return version == 6 ? 0 : version == 14 ? 2 : -1;
+}
+
 int nc_conv_launch_fused_rows(float *y, const float *x, const uint8_t *x_u8, const nc_conv_lut *lut, const float *k,
                               const float *bias, int B, int C, int H, int W, int M, int K, const nc_conv_epilogue *e,
                               int rows, cudaStream_t stream, nc_error *err) {
-    if (rows != 1 && rows != 2) return nc_fail(err, NC_ERR_ARG, "conv: rows of four a thread: 1 or 2, not %d", rows);
+    if (rows < 0 || rows > 2) return nc_fail(err, NC_ERR_ARG, "conv: rows of four a thread: 0, 1 or 2, not %d", rows);
     return direct_launch(y, x, x_u8, lut, k, bias, B, C, H, W, M, K, e, rows, stream, err);
 }
 

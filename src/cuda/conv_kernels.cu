@@ -25,7 +25,8 @@
  *      channels of float input: conv_directc.cu, as version 5)
  *  14  direct-tiles: version 5 with each thread's outputs two rows of four for 4 channels, the weights tap-major (a
  *      tap's four channels one 16-byte load, for 32 multiply-adds), the window's rows loaded as the taps reach them;
- *      the convolution alone (conv_direct.cu; several channels of float input: conv_directc.cu, as version 5)
+ *      fused as version 6 is, a tile then two 2/2 pooling windows side by side (conv_direct.cu; 4/4 pooling as
+ *      version 6; several channels of float input: conv_directc.cu, as versions 5 and 6)
  *   Each file's header comment gives the command that runs its versions; conv_ladder.h declares them.
  *
  * Semantics (every version): y is (B, M, H-K+1, W-K+1), x is (B, C, H, W),
@@ -118,7 +119,8 @@ static const conv_version versions[] = {
     {"splitc-atomic", "", NC_PRECISION_FP32, 0, nc_conv_launch_splitc_atomic, NULL},
     /* Version 5 with a row of four outputs a thread, one layer at a time (not fused). */
     {"direct-rows", "", NC_PRECISION_FP32, 1, nc_conv_launch_direct_rows, NULL},
-    /* Version 5 with two rows of four outputs a thread and the weights tap-major, one layer at a time (not fused). */
+    /* Version 5 with two rows of four outputs a thread and the weights tap-major; the backend fuses its epilogue as
+     * version 6's (nc_conv_launch_fused_rows). */
     {"direct-tiles", "", NC_PRECISION_FP32, 1, nc_conv_launch_direct_tiles, NULL},
 };
 #define N_VERSIONS ((int)(sizeof versions / sizeof versions[0]))

@@ -71,8 +71,12 @@ typedef struct nc_conv_lut {
 int nc_conv_launch_fused(float *y, const float *x, const uint8_t *x_u8, const nc_conv_lut *lut, const float *k,
                          const float *bias, int B, int C, int H, int W, int M, int K, const nc_conv_epilogue *e,
                          cudaStream_t stream, nc_error *err);
-/* The same with other patches where the layer is unpooled: rows = 1, a row of four outputs a thread (version 13's);
- * rows = 2, two rows of four (version 14's). For bench/ab and the tests. */
+/* The same with other patches: rows = 0, version 6 (nc_conv_launch_fused); rows = 1, a row of four outputs a thread
+ * where the layer is unpooled (version 13's; pooled, version 6's patches); rows = 2, version 14 fused: two rows of
+ * four a thread, unpooled or under 2/2 pooling (two pooling windows side by side; 4/4 pooling and several channels
+ * on float input as version 6). The same bits as version 6. */
+/* The exact versions that fuse an epilogue, 6 and 14: their rows for nc_conv_launch_fused_rows (0 and 2), else -1. */
+int nc_conv_fused_rows_of(int version);
 int nc_conv_launch_fused_rows(float *y, const float *x, const uint8_t *x_u8, const nc_conv_lut *lut, const float *k,
                               const float *bias, int B, int C, int H, int W, int M, int K, const nc_conv_epilogue *e,
                               int rows, cudaStream_t stream, nc_error *err);

@@ -5,8 +5,9 @@
    precision; "layers" has a row, alone (unfused), for every one of them and cuDNN fp32 rows; every row has a
    positive time, FLOPs, bytes, floor and share of it; rows of a version below fp32 (where the tensor cores take
    the layer: they do this one, C = 1, K = 5) carry its precision and say "reduced precision" or "near-exact";
-   "floors" has the copy bandwidth and the fp32, tf32, fp16 and bf16 peaks, all positive; "sweep" has one row per
-   tensor-core version and tuning of "tunings", exactly one of each version's marked fastest.
+   versions 6 and 14 have a fused fp32 row; "floors" has the copy bandwidth and the fp32, tf32, fp16 and bf16
+   peaks, all positive; "sweep" has one row per tensor-core version and tuning of "tunings", exactly one of each
+   version's marked fastest.
 2. A model (the zoo's 2019-spring, or a seeded one of its architecture), `-n 1000 --reps 3 --check 2000`:
    "dense" has, for each dense layer, cuBLAS fp32 and TF32 rows and our SIMT fp32 row; "networks" has the cuda
    backend at fp32 and the cudnn backend; "checks" has every version, and every exact (fp32) version gives
@@ -91,6 +92,8 @@ if dnn:
     chk.check(all(r["vs_cudnn_fp32"] > 0 for r in rows), "every row has a ratio to cuDNN fp32")
 fused = [r for r in rows if r.get("fused")]
 chk.check(any(r["version_number"] == 6 for r in fused), "version 6 fused with tanh + maxpool: no row")
+chk.check(any(r["version_number"] == 14 and r["precision"] == "fp32" for r in fused),
+          "version 14 fused with tanh + maxpool: no fp32 row")
 chk.check("reduced precision" in p.stdout, "the table should say which rows are reduced precision")
 
 tunings = doc.get("tunings", [])

@@ -5,7 +5,9 @@
  * average pooling 2/2 and 4/4 or none, float or uint8 input, the pixels 4-byte aligned or not) against nc_ref_conv,
  * the activation and the pooling of src/cpu/ref.c; versions 5 and 6 run conv_directc.cu's kernel on C > 1 float
  * input where it takes the layer (checked for the zoo's), else conv_direct.cu's, and both are covered, each with
- * more work items than blocks (the copies ahead run from one item into the next) and in several bands. Outputs are
+ * more work items than blocks (the copies ahead run from one item into the next) and in several bands. Each fused
+ * case runs version 14's launcher too (two rows of four a thread, two 2/2 pooling windows side by side), which must
+ * give version 6's bits. Outputs are
  * poisoned with NaN before each run, so an element never written fails. Skips (77) where the build has no CUDA or the
  * machine no GPU.
  *
@@ -148,6 +150,20 @@ static void test_fused_case(int B, int C, int H, int W, int M, int K, int with_b
     float *y = host_from(dy, ny);
     /* Raw pixels make outputs up to ~255 x sqrt(C*K*K) before the activation: the same relative tolerance. */
     check_close(what, y, ref, ny, 1e-4, 1e-4);
+    /* Version 14 fused (two rows of four a thread; under 2/2 pooling two windows side by side, the last of a row of
+     * odd Wp alone): the same sums in the same order, so version 6's bits. */
+    CU(cudaMemset(dy, 0xFF, ny * sizeof(float)));
+    char what14[200];
+    snprintf(what14, sizeof what14, "%s, version 14", what);
+    check_rc(nc_conv_launch_fused_rows(dy, dx, u8 > 0 ? dxu : NULL, u8 > 0 ? &lut : NULL, dk, with_bias ? db : NULL, B,
+                                       C, H, W, M, K, &e, 2, stream, &err),
+             &err, what14);
+    float *y14 = host_from(dy, ny);
+    check_close(what14, y14, ref, ny, 1e-4, 1e-4);
+    const int same = memcmp(y14, y, ny * sizeof(float)) == 0;
+    if (!same) fprintf(stderr, "%s: not version 6's bits\n", what14);
+    CHECK(same);
+    free(y14);
     free(y);
     CU(cudaFree(dx_alloc));
     CU(cudaFree(dk));
