@@ -707,14 +707,10 @@ static int direct_launch(float *y, const float *x, const uint8_t *x_u8, const nc
     d.act = e->act, d.pool = e->pool;
     /* A thread's patch: unpooled 2 x 2 outputs, a row of four (version 13) or two rows of four (version 14); pooled,
      * the P x P pooling window, or for version 14 under 2/2 pooling two rows of four, two windows side by side. */
-    const int tiles = rows == 2 && (e->pool == EPI_NONE || e->P == 2);
-    const int PH = e->pool != EPI_NONE ? e->P
-                   : rows == 1         ? 1
-                                       : 2,
-              PW = tiles                 ? 4
-                   : e->pool != EPI_NONE ? e->P
-                   : rows                ? 4
-                                         : 2;
+    int PH = 2, PW = 2;
+    if (e->pool != EPI_NONE) PH = PW = e->P;
+    if (rows == 1 && e->pool == EPI_NONE) PH = 1, PW = 4;
+    if (rows == 2 && PH == 2) PW = 4;
     if (e->pool == EPI_NONE) {
         d.pr_total = (d.Ho + PH - 1) / PH, d.pc = (d.Wo + PW - 1) / PW;
         d.Yh = d.Ho, d.Yw = d.Wo;

@@ -7,9 +7,8 @@
  * input where it takes the layer (checked for the zoo's), else conv_direct.cu's, and both are covered, each with
  * more work items than blocks (the copies ahead run from one item into the next) and in several bands. Each fused
  * case runs version 14's launcher too (two rows of four a thread, two 2/2 pooling windows side by side), which must
- * give version 6's bits. Outputs are
- * poisoned with NaN before each run, so an element never written fails. Skips (77) where the build has no CUDA or the
- * machine no GPU.
+ * give version 6's bits. Outputs are poisoned with NaN before each run, so an element never written fails. Skips
+ * (77) where the build has no CUDA or the machine no GPU.
  *
  * Tolerance |gpu - ref| <= 1e-4 + 1e-4 |ref| (inputs in [-1, 1] or pixels, weights +-1/sqrt(C*K*K)): versions
  * 1 to 6 sum in the reference's order (c, p, q) but with fused multiply-adds, 11 and 12 in slices of channels
