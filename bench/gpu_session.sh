@@ -66,6 +66,9 @@ t0=$SECONDS
 "$NC" bench --backend cuda "${ARGS[@]}" --check-only 10000 --json "$OUT/check_gpu.json" >"$OUT/check_gpu.log" 2>&1
 echo "check: exit $?, $((SECONDS - t0)) s" | tee -a "$LOG"
 python3 bench/plot_ladder.py "$OUT/bench_gpu.json" "$OUT/ladder.svg" "$OUT/ladder.png" >>"$LOG" 2>&1
+# The targets as this run measured them (docs/PERFORMANCE.md's first table).
+python3 bench/perf_tables.py "$OUT/bench_gpu.json" "$OUT/check_gpu.json" --targets >"$OUT/targets.md" 2>>"$LOG" ||
+    echo "perf_tables.py --targets: exit $?" >>"$LOG"
 
 echo "== short table (N = 10000)"
 head -3 "$LOG" | tail -2
