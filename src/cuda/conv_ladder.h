@@ -75,11 +75,11 @@ int nc_conv_launch_fused(float *y, const float *x, const uint8_t *x_u8, const nc
  * where the layer is unpooled (version 13's; pooled, version 6's patches); rows = 2, version 14 fused: two rows of
  * four a thread, unpooled or under 2/2 pooling (two pooling windows side by side; 4/4 pooling and several channels
  * on float input as version 6). The same bits as version 6. */
-/* The exact versions that fuse an epilogue, 6 and 14: their rows for nc_conv_launch_fused_rows (0 and 2), else -1. */
-int nc_conv_fused_rows_of(int version);
 int nc_conv_launch_fused_rows(float *y, const float *x, const uint8_t *x_u8, const nc_conv_lut *lut, const float *k,
                               const float *bias, int B, int C, int H, int W, int M, int K, const nc_conv_epilogue *e,
                               int rows, cudaStream_t stream, nc_error *err);
+/* The exact versions that fuse an epilogue, 6 and 14: their rows for nc_conv_launch_fused_rows (0 and 2), else -1. */
+int nc_conv_fused_rows_of(int version);
 
 /* Versions 5 and 6 on layers of several channels (conv_directc.cu; nc_conv_launch_fused calls it for float input
  * where it takes the layer): C > 1, K = 3..7, an epilogue nc_conv_direct_fuses takes, a tile of every channel group
