@@ -49,9 +49,17 @@ if command -v compute-sanitizer >/dev/null; then
     NC_GPU_TEST_QUICK=1 run synccheck compute-sanitizer --tool synccheck --report-api-errors no --error-exitcode 1 \
         $BIN/test_gpu_layers
     # The cp.async pipelines of the tensor-core kernels, on the dense test (the conv test's large batches would take
-    # many minutes under the tool).
-    [ -x $BIN/test_dense_tc ] &&
-        run memcheck-dense compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 1 $BIN/test_dense_tc
+    # many minutes under the tool), and the dense GEMM's clusters: k split among a cluster's blocks, whose sums are
+    # added through each other's shared memory between two cluster barriers. racecheck on the test's quick shapes
+    # (the whole test took over 280 s under it on an H100; 18 s quick).
+    if [ -x $BIN/test_dense_tc ]; then
+        for tool in memcheck racecheck synccheck; do
+            q=0
+            [ $tool = racecheck ] && q=1
+            NC_GPU_TEST_QUICK=$q run $tool-dense compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 1 \
+                $BIN/test_dense_tc
+        done
+    fi
     # The convolution's: the zoo's first layers (the fixed-shape kernels' staged outputs and bulk copies), and the
     # exact versions' copies ahead: rings of channel planes and team barriers on layers of several channels
     # (conv_directc.cu), the next band of one-channel layers, pixels aligned or not (conv_direct.cu).

@@ -16,23 +16,8 @@
 
 #include "cuda/conv_ladder.h"
 
-#define CK(call)                                                                                                       \
-    do {                                                                                                               \
-        cudaError_t e_ = (call);                                                                                       \
-        if (e_ != cudaSuccess) {                                                                                       \
-            fprintf(stderr, "conv_one: %s: %s\n", #call, cudaGetErrorString(e_));                                      \
-            return 1;                                                                                                  \
-        }                                                                                                              \
-    } while (0)
-
-static int cmp_float(const void *a, const void *b) {
-    const float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
-
-static unsigned lcg(unsigned *s) {
-    return *s = *s * 1664525u + 1013904223u;
-}
+#define AB_NAME "conv_one"
+#include "ab_harness.h"
 
 int main(int argc, char **argv) {
     if (argc != 11) {

@@ -26,20 +26,28 @@
  *    stored into the next stage after the current slice's MMAs: fp16/bf16 then halve shared-memory writes and
  *    fragment reads, and tf32 drops its rounding from the inner loop. The load's latency hides behind MMAs.
  *  - 64 x 64 warp tiles, 2 x 2 warps a 128 x 128 block tile, 128 accumulators a thread; 32 w fragment registers,
- *    8 of x, 32 (tf32: 16) of staged x: 241-248 of 255 registers, no spills, so two blocks (8 warps) share an SM,
- *    and the 2017 layer's 316 blocks run on 264 slots of 132 SMs.
+ *    8 of x, 32 (tf32: 16) of staged x: 240-251 of 255 registers, no spills, so two blocks (8 warps) share an SM,
+ *    and the 2017 layer's 316 tiles (B 10000) run on 264 slots of 132 SMs, as 1264 blocks with k split in 4.
  *  - k advances in slices of 32 through 3 shared-memory stages: the w copy runs two slices ahead, x's one.
  *  - A thread reads its fragments as 16-byte loads: the k order inside a slice is free (a dot product may be summed
  *    in any order, provided x and w agree), so lane (g, t) takes bytes 16 t .. 16 t + 15 of its rows (fp16/bf16:
  *    halves 8t .. 8t+7, two k16 steps) or 32 t + 16 h .. (tf32, h = 0, 1: floats 8t + 4h .., two k8 steps each),
  *    see dtc_read. Rows are 64 bytes (fp16/bf16), or 128 + 16 of padding (tf32), so the 8 lanes of a quarter warp
  *    (g in 0..1, t in 0..3) cover the 32 banks exactly once: no conflicts.
- *  - Every precision sums each output's products in the same k order whatever B is, so a row of y is the same
- *    bit for bit whether it is computed in a batch of 10 or 10000 (the pieces of gpu_plan.cu rely on it).
+ *  - A tile's k is split among S = 2, 4 or 8 blocks of one cluster (sm_90) where the layer has at least 30 slices of
+ *    32 a block: each sums its share, and the cluster adds the S partial tiles in a fixed order through distributed
+ *    shared memory (dtc_reduce_store), with no partial sums in global memory and no second kernel. A 128 x 128 tile
+ *    runs K / 32 slices in turn, so without it a small batch ran a few long blocks on a GPU of 264 slots (the 2017
+ *    layer, B 100: 4 blocks of 225 slices, 0.20 ms at fp16; split in 4, 0.061), and a large one a partial wave as
+ *    long as a whole one (the network's pieces of 1280 and 8720 images: 0.21 and 0.54 ms; split, 0.08 and 0.36).
+ *  - Every precision sums each output's products in the same k order whatever B is, and S depends on IN and the
+ *    device only, so a row of y is the same bit for bit whether it is computed in a batch of 10 or 10000 (the pieces
+ *    of gpu_plan.cu rely on it).
  * 3xtf32 does 3 MMAs for each fragment read and needs both parts of each operand; it keeps the previous design
  * (fp32 staged by cp.async, split as the fragments are read, 64 x 32 warp tiles, 2 x 4 warps; dtc_split_kernel).
  * x loads are 16 bytes where x and IN allow it, else 4; rows past B and k past IN are zeros.
  */
+#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -58,6 +66,13 @@
 #define DTC_READS(P) (DTC_BK * DTC_ES(P) / 64)          /* 16-byte reads a lane makes of a staged row: 2, 1 */
 #define DTC_STAGE(P) ((DTC_BM + DTC_BN) * DTC_RS(P))    /* bytes a stage: the x tile, then the w tile */
 #define DTC_SMEM(P) ((size_t)DTC_STAGES * DTC_STAGE(P)) /* tf32 110.6 KB, fp16/bf16 48 KB */
+/* k split among a cluster's blocks (sm_90): at most DTC_MAX_KSPLITS, each at least DTC_KSPLIT_MIN slices (H100,
+ * 2026-11-25, bench/ab/dense_one: on the 2017 layer 8 blocks of 28 slices took up to 9% longer than 4 of 56 on the
+ * network's large piece of 8720 rows; docs/PERFORMANCE.md). */
+#define DTC_MAX_KSPLITS 8
+#define DTC_KSPLIT_MIN 30
+#define DTC_RED_LD (DTC_BN + 8)                                    /* floats a row of a block's sums, split k */
+#define DTC_RED_SMEM ((size_t)DTC_BM * DTC_RED_LD * sizeof(float)) /* 69.6 KB */
 
 /* Round to TF32, to nearest even. sm_90's cvt.rn is one instruction (F2FP). */
 __device__ __forceinline__ uint32_t dtc_tf32(float v) {
@@ -242,12 +257,64 @@ __device__ __forceinline__ void dtc_store_y(float *__restrict__ y, const float *
             }
 }
 
+/* The split of k (S > 1, sm_90): the S blocks of a cluster (grid z) each summed their share of the slices for the
+ * same 128 x 128 tile; each writes its sums into its own shared memory (the stages are done with: 128 rows of
+ * DTC_RED_LD floats, a quarter warp's float2 pairs on distinct banks), and after the cluster's barrier block s adds
+ * up rows s 128 / S .. of all S tiles through distributed shared memory, always in the order 0, 1, .., S - 1, then
+ * the bias, and stores them (16 bytes where y and OUT allow). The second barrier keeps every block's shared memory
+ * alive until the others have read it. */
+__device__ __forceinline__ void dtc_reduce_store(float *__restrict__ y, const float *__restrict__ b,
+                                                 const float (&acc)[4][8][4], float *red, int B, int OUT, int row0,
+                                                 int col0, int wm, int wn, int g, int t) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    namespace cg = cooperative_groups;
+    cg::cluster_group cluster = cg::this_cluster();
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+                *reinterpret_cast<float2 *>(red + (wm + 16 * i + g + 8 * h) * DTC_RED_LD + wn + 8 * j + 2 * t) =
+                    make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+    cluster.sync();
+    const int S = (int)cluster.num_blocks(), s = (int)cluster.block_rank(), R = DTC_BM / S;
+    const int quads = (OUT & 3) == 0 && ((uintptr_t)y & 15) == 0;
+    for (int e = (int)threadIdx.x; e < R * DTC_BN / 4; e += DTC_THREADS) {
+        const int r = s * R + e / (DTC_BN / 4), c = 4 * (e % (DTC_BN / 4)), off = r * DTC_RED_LD + c;
+        float4 v = *reinterpret_cast<const float4 *>(cluster.map_shared_rank(red, 0) + off);
+        for (int q = 1; q < S; q++) {
+            const float4 u = *reinterpret_cast<const float4 *>(cluster.map_shared_rank(red, q) + off);
+            v.x += u.x, v.y += u.y, v.z += u.z, v.w += u.w;
+        }
+        const int yr = row0 + r, yc = col0 + c;
+        if (yr >= B || yc >= OUT) continue;
+        float o[4] = {v.x, v.y, v.z, v.w};
+        float *dst = y + (size_t)yr * OUT + yc;
+        if (quads) { /* yc + 3 < OUT: OUT and yc are multiples of 4 */
+#pragma unroll
+            for (int k = 0; k < 4; k++) o[k] += b ? b[yc + k] : 0.0f;
+            *reinterpret_cast<float4 *>(dst) = make_float4(o[0], o[1], o[2], o[3]);
+        } else {
+#pragma unroll
+            for (int k = 0; k < 4; k++)
+                if (yc + k < OUT) dst[k] = o[k] + (b ? b[yc + k] : 0.0f);
+        }
+    }
+    cluster.sync();
+#else
+    __trap(); /* the launcher splits k only on sm_90 and later */
+#endif
+}
+
 /* tf32, fp16, bf16. y is (B, OUT), x is (B, IN), wp is (OUT, DTC_KP(IN)) prepared at P, b is (OUT) or NULL.
  * Dynamic shared memory: DTC_STAGES stages of (x tile (128, 32), w tile (128, 32)) in P's format. Slice kt reads
  * stage kt % 3; meanwhile this thread's x of slice kt + 1 goes through registers into stage kt + 1 (part h loaded
  * before read h, stored after it) and the w copies of slice kt + 2 fill stage kt + 2. One __syncthreads a slice:
  * before it, every thread has stored its x of slice kt + 1 and waited for its w copies of kt + 1; after it, every
- * thread is done with stage kt, which the next slice's w copies (slice kt + 3) refill. */
+ * thread is done with stage kt, which the next slice's w copies (slice kt + 3) refill. Grid z splits k: block z
+ * takes slices z T / S .. (z + 1) T / S - 1 of the T = DTC_KP(IN) / 32, and where S > 1 the cluster's S blocks add
+ * their sums (dtc_reduce_store). */
 template <int P, int VEC>
 __global__ void __launch_bounds__(DTC_THREADS, 2)
     dense_tc_kernel(float *__restrict__ y, const float *__restrict__ x, const unsigned char *__restrict__ wp,
@@ -257,7 +324,9 @@ __global__ void __launch_bounds__(DTC_THREADS, 2)
     const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     const int wm = (warp >> 1) * 64, wn = (warp & 1) * 64; /* the warp's 64 x 64 within the block tile */
     const int row0 = (int)blockIdx.y * DTC_BM, col0 = (int)blockIdx.x * DTC_BN, KP = DTC_KP(IN);
-    const int tiles = KP / DTC_BK;
+    const int all = KP / DTC_BK, S = (int)gridDim.z, z = (int)blockIdx.z;
+    const int first = (int)((long)all * z / S), tiles = (int)((long)all * (z + 1) / S) - first; /* this block's */
+    const int kb = first * DTC_BK;                                                              /* its first k */
     float acc[4][8][4];
 #pragma unroll
     for (int i = 0; i < 4; i++)
@@ -269,13 +338,13 @@ __global__ void __launch_bounds__(DTC_THREADS, 2)
     /* w of slices 0 and 1 in flight, a commit group each (empty past the last, to keep wait_group's count); x of
      * slice 0 stored. */
     if (tiles > 0) {
-        dtc_load_w<P>(dsm + DTC_BM * RS, wp, OUT, KP, col0, 0);
+        dtc_load_w<P>(dsm + DTC_BM * RS, wp, OUT, KP, col0, kb);
         asm volatile("cp.async.commit_group;");
-        if (tiles > 1) dtc_load_w<P>(dsm + STAGE + DTC_BM * RS, wp, OUT, KP, col0, DTC_BK);
+        if (tiles > 1) dtc_load_w<P>(dsm + STAGE + DTC_BM * RS, wp, OUT, KP, col0, kb + DTC_BK);
         asm volatile("cp.async.commit_group;");
 #pragma unroll
         for (int h = 0; h < READS; h++) {
-            dtc_load_x<VEC, READS>(xr, x, B, IN, row0, 0, h);
+            dtc_load_x<VEC, READS>(xr, x, B, IN, row0, kb, h);
             dtc_store_x<P>(dsm, xr, h);
         }
         asm volatile("cp.async.wait_group 1;");
@@ -288,9 +357,10 @@ __global__ void __launch_bounds__(DTC_THREADS, 2)
         const unsigned char *s = dsm + cur * STAGE;
 #pragma unroll
         for (int h = 0; h < READS; h++) {
-            if (more) dtc_load_x<VEC, READS>(xr, x, B, IN, row0, (kt + 1) * DTC_BK, h);
+            if (more) dtc_load_x<VEC, READS>(xr, x, B, IN, row0, kb + (kt + 1) * DTC_BK, h);
             if (h == 0) {
-                if (kt + 2 < tiles) dtc_load_w<P>(dsm + nw * STAGE + DTC_BM * RS, wp, OUT, KP, col0, (kt + 2) * DTC_BK);
+                if (kt + 2 < tiles)
+                    dtc_load_w<P>(dsm + nw * STAGE + DTC_BM * RS, wp, OUT, KP, col0, kb + (kt + 2) * DTC_BK);
                 asm volatile("cp.async.commit_group;");
             }
             dtc_read<P>(acc, s + wm * RS, s + (DTC_BM + wn) * RS, g, t, h);
@@ -300,7 +370,12 @@ __global__ void __launch_bounds__(DTC_THREADS, 2)
         __syncthreads();
         cur = nx;
     }
-    dtc_store_y<8>(y, b, acc, B, OUT, row0 + wm, col0 + wn, g, t);
+    if (S == 1) {
+        dtc_store_y<8>(y, b, acc, B, OUT, row0 + wm, col0 + wn, g, t);
+        return;
+    }
+    asm volatile("cp.async.wait_group 0;" ::: "memory"); /* (groups past the last slice are empty) */
+    dtc_reduce_store(y, b, acc, reinterpret_cast<float *>(dsm), B, OUT, row0, col0, wm, wn, g, t);
 }
 
 /* Weights in P's format, rows zero-padded to KP: wp is (OUT, KP) of tf32 bit patterns, fp16 or bf16; w is
@@ -484,11 +559,53 @@ extern "C" int nc_cuda_dense_tc_prepare(int precision, void *wp, const float *w,
     return NC_OK;
 }
 
+static int dtc_major(int *major, nc_error *err) {
+    int device = 0;
+    CUDA_RET(cudaGetDevice(&device));
+    CUDA_RET(cudaDeviceGetAttribute(major, cudaDevAttrComputeCapabilityMajor, device));
+    return NC_OK;
+}
+
+/* The blocks k is split among (grid z, a cluster) for a layer of IN inputs: the most, up to DTC_MAX_KSPLITS and a
+ * power of 2, that leave each at least DTC_KSPLIT_MIN slices of 32; 1 for 3xtf32 and before sm_90. A function of
+ * the layer and the device only, never of B, so that a row's sums and their order do not depend on B. */
+static int dtc_auto_ksplits(int precision, int IN, int *S, nc_error *err) {
+    *S = 1;
+    if (!dtc_converts(precision)) return NC_OK;
+    int major = 0;
+    const int rc = dtc_major(&major, err);
+    if (rc || major < 9) return rc;
+    const int slices = DTC_KP(IN) / DTC_BK;
+    while (*S < DTC_MAX_KSPLITS && slices / (2 * *S) >= DTC_KSPLIT_MIN) *S *= 2;
+    return NC_OK;
+}
+
+extern "C" int nc_cuda_dense_tc_ksplits(int precision, int IN, nc_error *err) {
+    int S = 1;
+    const int rc = dtc_auto_ksplits(precision, IN, &S, err);
+    return rc ? -rc : S;
+}
+
 extern "C" int nc_cuda_dense_tc_forward_prepared(int precision, float *y, const float *x, const void *wp,
                                                  const float *b, int B, int IN, int OUT, cudaStream_t stream,
                                                  nc_error *err) {
+    return nc_cuda_dense_tc_forward_ksplit(precision, y, x, wp, b, B, IN, OUT, 0, stream, err);
+}
+
+extern "C" int nc_cuda_dense_tc_forward_ksplit(int precision, float *y, const float *x, const void *wp, const float *b,
+                                               int B, int IN, int OUT, int splits, cudaStream_t stream, nc_error *err) {
     int rc = dtc_check_precision(precision, err);
     if (rc) return rc;
+    int S = splits;
+    if (S == 0 && (rc = dtc_auto_ksplits(precision, IN, &S, err))) return rc;
+    if (S < 1 || S > DTC_MAX_KSPLITS || (S & (S - 1)) || (S > 1 && !dtc_converts(precision)))
+        return nc_fail(err, NC_ERR_ARG, "dense: k split among %d blocks: expected 1, 2, 4 or 8 (1 for fp32 and 3xtf32)",
+                       splits);
+    if (S > 1) { /* clusters */
+        int major = 0;
+        if ((rc = dtc_major(&major, err))) return rc;
+        if (major < 9) return nc_fail(err, NC_ERR_ARG, "dense: k split among %d blocks needs sm_90 or later", S);
+    }
     if (precision == NC_PRECISION_FP32)
         return nc_cuda_dense_forward(y, x, (const float *)wp, b, B, IN, OUT, stream, err);
     if (B <= 0 || OUT <= 0) return NC_OK;
@@ -522,15 +639,29 @@ extern "C" int nc_cuda_dense_tc_forward_prepared(int precision, float *y, const 
     case NC_PRECISION_FP16: fn = dtc_pick<NC_PRECISION_FP16>(vec), smem = DTC_SMEM(NC_PRECISION_FP16); break;
     default: fn = dtc_pick<NC_PRECISION_BF16>(vec), smem = DTC_SMEM(NC_PRECISION_BF16); break;
     }
+    /* A split k's sums take 69.6 KB once the stages are done with. */
+    if (S > 1 && smem < DTC_RED_SMEM) smem = DTC_RED_SMEM;
     /* tf32's 110.6 KB a block, and the largest shared-memory carveout, so that two blocks fit an SM. */
     CUDA_RET(cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     CUDA_RET(cudaFuncSetAttribute((const void *)fn, cudaFuncAttributePreferredSharedMemoryCarveout,
                                   cudaSharedmemCarveoutMaxShared));
     for (int b0 = 0; b0 < B; b0 += slice) {
         const int nb = B - b0 < slice ? B - b0 : slice;
-        const dim3 grid((unsigned)((OUT + DTC_BN - 1) / DTC_BN), (unsigned)((nb + DTC_BM - 1) / DTC_BM));
-        fn<<<grid, DTC_THREADS, smem, stream>>>(y + (size_t)b0 * OUT, x + (size_t)b0 * IN, (const unsigned char *)wp, b,
-                                                nb, IN, OUT);
+        const dim3 grid((unsigned)((OUT + DTC_BN - 1) / DTC_BN), (unsigned)((nb + DTC_BM - 1) / DTC_BM), (unsigned)S);
+        float *ys = y + (size_t)b0 * OUT;
+        const float *xs = x + (size_t)b0 * IN;
+        const unsigned char *ws = (const unsigned char *)wp;
+        if (S == 1) {
+            fn<<<grid, DTC_THREADS, smem, stream>>>(ys, xs, ws, b, nb, IN, OUT);
+        } else { /* the S blocks of a tile as one cluster */
+            cudaLaunchConfig_t cfg = {};
+            cudaLaunchAttribute attr[1];
+            attr[0].id = cudaLaunchAttributeClusterDimension;
+            attr[0].val.clusterDim.x = 1, attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = (unsigned)S;
+            cfg.gridDim = grid, cfg.blockDim = dim3(DTC_THREADS), cfg.dynamicSmemBytes = smem, cfg.stream = stream;
+            cfg.attrs = attr, cfg.numAttrs = 1;
+            CUDA_RET(cudaLaunchKernelEx(&cfg, fn, ys, xs, ws, b, nb, IN, OUT));
+        }
         CUDA_LAUNCHED();
     }
     return NC_OK;

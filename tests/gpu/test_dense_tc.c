@@ -13,7 +13,9 @@
  * bf16 (8 bits) 2^-7 ~ 7.8e-3, tol 1.2e-2; 3xtf32 leaves ~2^-22 a product, tol 1e-5. The errors seen must also
  * rank as the formats do (bf16's largest well above fp16's, 3xtf32's well below tf32's), so that a precision
  * quietly running as another fails. A row of y must not depend on B (the chunk loop's pieces rely on it): the
- * first rows of a run on fewer images are compared bit for bit.
+ * first rows of a run on fewer images are compared bit for bit. k split among 1, 2, 4 and 8 blocks a tile (tf32,
+ * fp16, bf16; sm_90's clusters): each against the reference and bit for bit the same on fewer images, the layer's own
+ * split the plain forward's bits, splits with blocks that have no slice, and bad splits refused.
  *
  * Pieces: nc_gpu_run on a chunk of >= 2 * NC_GPU_PIECE_MIN images calls the forward once a piece (logged here; the
  * first piece the smallest), and its predictions and logits are bit for bit those of chunks small enough to run whole;
@@ -87,20 +89,38 @@ static float *run_prepared(int precision, const float *dx, const float *dw, cons
     return y;
 }
 
+/* A random layer (B, IN, OUT) on the host: x, w and b, the reference y (with b where with_bias) and S = sum_k
+ * |x_k w_k| for the tolerance. */
+typedef struct {
+    float *x, *w, *b, *ref, *S;
+} dense_case;
+
+static dense_case dense_case_make(int B, int IN, int OUT, int with_bias) {
+    const size_t nx = (size_t)B * IN, nw = (size_t)OUT * IN, ny = (size_t)B * OUT;
+    dense_case c = {xmalloc(nx * sizeof(float)), xmalloc(nw * sizeof(float)), xmalloc(OUT * sizeof(float)),
+                    xmalloc(ny * sizeof(float)), xmalloc(ny * sizeof(float))};
+    float *ax = xmalloc(nx * sizeof(float)), *aw = xmalloc(nw * sizeof(float));
+    fill(c.x, nx, -1.0f, 1.0f);
+    fill(c.w, nw, -0.05f, 0.05f);
+    fill(c.b, OUT, -1.0f, 1.0f);
+    for (size_t i = 0; i < nx; i++) ax[i] = fabsf(c.x[i]);
+    for (size_t i = 0; i < nw; i++) aw[i] = fabsf(c.w[i]);
+    nc_ref_dense(c.ref, c.x, c.w, with_bias ? c.b : NULL, B, IN, OUT);
+    nc_ref_dense(c.S, ax, aw, NULL, B, IN, OUT);
+    free(ax), free(aw);
+    return c;
+}
+
+static void dense_case_free(dense_case *c) {
+    free(c->x), free(c->w), free(c->b), free(c->ref), free(c->S);
+}
+
 /* One shape at every reduced precision. sx, sw: x and w start that many floats into their allocations (1 or 3:
  * 4-byte aligned, 2: 8-byte, 0: 16-byte). */
 static void dense_shape(int B, int IN, int OUT, int with_bias, int sx, int sw) {
     const size_t nx = (size_t)B * IN, nw = (size_t)OUT * IN, ny = (size_t)B * OUT;
-    float *x = xmalloc(nx * sizeof(float)), *w = xmalloc(nw * sizeof(float)), *b = xmalloc(OUT * sizeof(float));
-    float *ax = xmalloc(nx * sizeof(float)), *aw = xmalloc(nw * sizeof(float));
-    float *ref = xmalloc(ny * sizeof(float)), *S = xmalloc(ny * sizeof(float));
-    fill(x, nx, -1.0f, 1.0f);
-    fill(w, nw, -0.05f, 0.05f);
-    fill(b, OUT, -1.0f, 1.0f);
-    for (size_t i = 0; i < nx; i++) ax[i] = fabsf(x[i]);
-    for (size_t i = 0; i < nw; i++) aw[i] = fabsf(w[i]);
-    nc_ref_dense(ref, x, w, with_bias ? b : NULL, B, IN, OUT);
-    nc_ref_dense(S, ax, aw, NULL, B, IN, OUT);
+    dense_case dc = dense_case_make(B, IN, OUT, with_bias);
+    const float *x = dc.x, *w = dc.w, *b = dc.b, *ref = dc.ref, *S = dc.S;
     float *dx0, *dw0, *db = dev_from(b, OUT * sizeof(float));
     CU(cudaMalloc((void **)&dx0, (nx + 4) * sizeof(float)));
     CU(cudaMalloc((void **)&dw0, (nw + 4) * sizeof(float)));
@@ -126,7 +146,105 @@ static void dense_shape(int B, int IN, int OUT, int with_bias, int sx, int sw) {
     CU(cudaFree(dx0));
     CU(cudaFree(dw0));
     CU(cudaFree(db));
-    free(x), free(ax), free(w), free(aw), free(b), free(ref), free(S);
+    dense_case_free(&dc);
+}
+
+/* ---------------------------------------------------------------- k split among a cluster's blocks */
+
+/* y (B, OUT) at `precision` on prepared weights wp with k split among S blocks a tile; NaN-poisoned first. */
+static float *run_ksplit(int precision, const float *dx, const void *wp, const float *db, int B, int IN, int OUT,
+                         int S) {
+    float *dy;
+    const size_t ny = (size_t)B * OUT;
+    CU(cudaMalloc((void **)&dy, ny * sizeof(float)));
+    CU(cudaMemset(dy, 0xFF, ny * sizeof(float)));
+    nc_error err = {0};
+    char what[64];
+    snprintf(what, sizeof what, "dense_tc_forward_ksplit S %d", S);
+    check_rc(nc_cuda_dense_tc_forward_ksplit(precision, dy, dx, wp, db, B, IN, OUT, S, stream, &err), &err, what);
+    float *y = host_from(dy, ny);
+    CU(cudaFree(dy));
+    return y;
+}
+
+/* Every split of k (1, 2, 4, 8) at tf32, fp16 and bf16 against the reference, each a row's bits whatever B is, and
+ * the layer's own split the plain forward's bits. Where the device has clusters (sm_90 and up); else a split above
+ * 1 must be refused. */
+static void dense_ksplit_shape(int B, int IN, int OUT, int with_bias, int major) {
+    const size_t nx = (size_t)B * IN, nw = (size_t)OUT * IN, ny = (size_t)B * OUT;
+    dense_case dc = dense_case_make(B, IN, OUT, with_bias);
+    const float *x = dc.x, *w = dc.w, *b = dc.b, *ref = dc.ref, *S = dc.S;
+    float *dx = dev_from(x, nx * sizeof(float)), *dw = dev_from(w, nw * sizeof(float));
+    float *db = dev_from(b, OUT * sizeof(float));
+    const int few = B > 1 ? B / 2 + 1 : 1;
+    const int precisions[] = {NC_PRECISION_TF32, NC_PRECISION_FP16, NC_PRECISION_BF16};
+    for (int pi = 0; pi < 3; pi++) {
+        const int pr = precisions[pi];
+        void *wp;
+        nc_error err = {0};
+        CU(cudaMalloc(&wp, nc_cuda_dense_tc_prepared_size(pr, IN, OUT)));
+        check_rc(nc_cuda_dense_tc_prepare(pr, wp, dw, IN, OUT, stream, &err), &err, "dense_tc_prepare");
+        const int own = nc_cuda_dense_tc_ksplits(pr, IN, &err);
+        CHECK(own == 1 || (major >= 9 && (own == 2 || own == 4 || own == 8)));
+        float *plain = run_dense(pr, dx, dw, with_bias ? db : NULL, B, IN, OUT);
+        for (int ks = 1; ks <= 8; ks *= 2) {
+            char what[160];
+            snprintf(what, sizeof what, "dense %s B%d IN%d OUT%d%s, k split %d", names[pr], B, IN, OUT,
+                     with_bias ? " bias" : "", ks);
+            if (major < 9 && ks > 1) { /* no clusters: refused, not computed */
+                float *dy;
+                CU(cudaMalloc((void **)&dy, ny * sizeof(float)));
+                const int rc = nc_cuda_dense_tc_forward_ksplit(pr, dy, dx, wp, db, B, IN, OUT, ks, stream, &err);
+                CHECK(rc == NC_ERR_ARG && strstr(err.msg, "sm_90") != NULL);
+                CU(cudaFree(dy));
+                continue;
+            }
+            float *y = run_ksplit(pr, dx, wp, with_bias ? db : NULL, B, IN, OUT, ks);
+            compare(what, pr, y, ref, S, ny);
+            float *y2 = run_ksplit(pr, dx, wp, with_bias ? db : NULL, few, IN, OUT, ks);
+            const int same = memcmp(y, y2, (size_t)few * OUT * sizeof(float)) == 0;
+            if (!same) fprintf(stderr, "%s: the first %d rows differ when run as B = %d\n", what, few, few);
+            CHECK(same);
+            if (ks == own) { /* the layer's own split is what the plain forward runs */
+                const int as_plain = memcmp(y, plain, ny * sizeof(float)) == 0;
+                if (!as_plain) fprintf(stderr, "%s: not the plain forward's bits\n", what);
+                CHECK(as_plain);
+            }
+            free(y), free(y2);
+        }
+        free(plain);
+        CU(cudaFree(wp));
+    }
+    CU(cudaFree(dx));
+    CU(cudaFree(dw));
+    CU(cudaFree(db));
+    dense_case_free(&dc);
+}
+
+/* The splits the launcher takes and refuses. */
+static void test_ksplit_choice(int major) {
+    nc_error err = {0};
+    /* The 2017 dense layer (225 slices of 32): split where clusters exist, so that the shapes above run it. */
+    const int s2017 = nc_cuda_dense_tc_ksplits(NC_PRECISION_FP16, 7200, &err);
+    printf("k split of the 2017 dense layer (IN 7200): %d\n", s2017);
+    CHECK(major >= 9 ? s2017 > 1 : s2017 == 1);
+    CHECK(nc_cuda_dense_tc_ksplits(NC_PRECISION_TF32, 7200, &err) == s2017);
+    CHECK(nc_cuda_dense_tc_ksplits(NC_PRECISION_3XTF32, 7200, &err) == 1); /* 3xtf32 has its own kernel */
+    CHECK(nc_cuda_dense_tc_ksplits(NC_PRECISION_FP16, 32, &err) == 1);     /* one slice */
+    /* Splits other than 1, 2, 4, 8, and any above 1 at 3xtf32 or fp32: NC_ERR_ARG, nothing launched. */
+    const int bad[][2] = {{NC_PRECISION_FP16, 3},
+                          {NC_PRECISION_TF32, 16},
+                          {NC_PRECISION_BF16, -1},
+                          {NC_PRECISION_3XTF32, 2},
+                          {NC_PRECISION_FP32, 2}};
+    for (int i = 0; i < 5; i++) {
+        err.msg[0] = 0;
+        const int rc =
+            nc_cuda_dense_tc_forward_ksplit(bad[i][0], NULL, NULL, NULL, NULL, 1, 64, 8, bad[i][1], stream, &err);
+        if (rc != NC_ERR_ARG)
+            fprintf(stderr, "k split %d at %s: rc %d, expected NC_ERR_ARG\n", bad[i][1], names[bad[i][0]], rc);
+        CHECK(rc == NC_ERR_ARG && strstr(err.msg, "k split") != NULL);
+    }
 }
 
 /* ---------------------------------------------------------------- the chunk loop in pieces */
@@ -246,6 +364,26 @@ static void test_session_pieces(int precision) {
 int main(void) {
     const int start = gpu_test_start();
     if (start) return start;
+    /* NC_GPU_TEST_QUICK=1 (tools/gpu_suite.sh, under compute-sanitizer's racecheck, which follows every shared
+     * memory access: the whole test took more than 280 s under it on an H100) keeps to layers of at most 2000
+     * inputs, which still split k 1 to 8 ways, and leaves out the chunk loop's pieces. */
+    const char *quick_env = getenv("NC_GPU_TEST_QUICK");
+    const int quick = quick_env && *quick_env == '1';
+    int device = 0, major = 0;
+    CU(cudaGetDevice(&device));
+    CU(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    test_ksplit_choice(major);
+    dense_ksplit_shape(129, 2000, 140, 1, major); /* 63 slices: its own split 2, and 8 blocks of 7 or 8 */
+    dense_ksplit_shape(129, 100, 140, 0, major);  /* 4 slices: split 8 leaves blocks with none */
+    if (quick) {
+        dense_shape(131, 160, 140, 1, 0, 0);
+        dense_shape(77, 141, 33, 1, 1, 3);
+        CU(cudaStreamDestroy(stream));
+        return nc_test_done("test_dense_tc");
+    }
+    dense_ksplit_shape(300, 7200, 500, 1, major); /* the 2017 dense layer: 16-byte stores of the sums */
+    dense_ksplit_shape(131, 3000, 33, 1, major);  /* OUT odd: the sums stored a float at a time */
+    dense_ksplit_shape(rand_int(1, 300), rand_int(1, 5000), rand_int(1, 300), rand_int(0, 1), major);
     dense_shape(300, 7200, 500, 1, 0, 0); /* the 2017 dense layer, 16-byte copies */
     dense_shape(257, 7200, 500, 1, 0, 2); /* weights 8-byte aligned (as a model file's), B past a tile */
     dense_shape(129, 500, 10, 1, 0, 0);   /* the 2017 output layer */
