@@ -2,7 +2,7 @@
  * (nc_cuda_dense_tc_forward_ksplit on weights prepared once), to choose the split: a warm-up, then REPS runs timed by
  * CUDA events; prints the median and an FNV-1a hash of the output's bits for each S given (0: the layer's own
  * choice, which is also printed).
- *   dense_one PRECISION B IN OUT REPS S...      PRECISION tf32, fp16 or bf16; S 0, 1, 2, 4 or 8
+ *   dense_one PRECISION B IN OUT REPS S...      PRECISION tf32, 3xtf32, fp16 or bf16; S 0, 1, 2, 4 or 8
  * Built as the dense_one target of a build with CUDA. x and w are fixed pseudo-random numbers, the same in every
  * run. */
 #include <cuda_runtime.h>
@@ -18,15 +18,15 @@
 
 int main(int argc, char **argv) {
     if (argc < 7) {
-        fprintf(stderr, "usage: dense_one tf32|fp16|bf16 B IN OUT REPS S...\n");
+        fprintf(stderr, "usage: dense_one tf32|3xtf32|fp16|bf16 B IN OUT REPS S...\n");
         return 2;
     }
     int precision = -1;
     for (int p = 0; p < NC_PRECISION_COUNT; p++)
         if (strcmp(argv[1], nc_precision_name(p)) == 0) precision = p;
     const int B = atoi(argv[2]), IN = atoi(argv[3]), OUT = atoi(argv[4]), reps = atoi(argv[5]);
-    if (precision != NC_PRECISION_TF32 && precision != NC_PRECISION_FP16 && precision != NC_PRECISION_BF16) {
-        fprintf(stderr, "dense_one: precision %s: expected tf32, fp16 or bf16\n", argv[1]);
+    if (precision < NC_PRECISION_TF32) {
+        fprintf(stderr, "dense_one: precision %s: expected tf32, 3xtf32, fp16 or bf16\n", argv[1]);
         return 2;
     }
     if (B < 1 || IN < 1 || OUT < 1 || reps < 1 || reps > 1000 || (size_t)B * IN > ((size_t)1 << 32)) {

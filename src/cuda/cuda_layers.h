@@ -102,13 +102,13 @@ int nc_cuda_dense_tc_prepare(int precision, void *wp, const float *w, int IN, in
 /* nc_cuda_dense_tc_forward on weights prepared for the same precision, IN and OUT. */
 int nc_cuda_dense_tc_forward_prepared(int precision, float *y, const float *x, const void *wp, const float *b, int B,
                                       int IN, int OUT, cudaStream_t stream, nc_error *err);
-/* The same with k split among `splits` blocks a 128 x 128 tile (1, 2, 4 or 8; tf32, fp16 and bf16 on sm_90 and
- * later), which sum their shares of k and add them up in a fixed order through a cluster's shared memory; 0: the
+/* The same with k split among `splits` blocks a 128 x 128 tile (1, 2, 4 or 8; the tensor-core precisions on sm_90
+ * and later), which sum their shares of k and add them up in a fixed order through a cluster's shared memory; 0: the
  * layer's own choice, nc_cuda_dense_tc_ksplits, which nc_cuda_dense_tc_forward_prepared takes. For tests and
  * measurements: other splits give other (equally rounded) sums. */
 int nc_cuda_dense_tc_forward_ksplit(int precision, float *y, const float *x, const void *wp, const float *b, int B,
                                     int IN, int OUT, int splits, cudaStream_t stream, nc_error *err);
-/* The blocks k is split among for a layer of IN inputs on this device (1 for 3xtf32 and before sm_90), or minus
+/* The blocks k is split among for a layer of IN inputs on this device (1 for fp32 and before sm_90), or minus
  * an error code. Never a function of B: a row's sums are the same whatever B is. */
 int nc_cuda_dense_tc_ksplits(int precision, int IN, nc_error *err);
 

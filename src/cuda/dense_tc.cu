@@ -44,7 +44,8 @@
  *    device only, so a row of y is the same bit for bit whether it is computed in a batch of 10 or 10000 (the pieces
  *    of gpu_plan.cu rely on it).
  * 3xtf32 does 3 MMAs for each fragment read and needs both parts of each operand; it keeps the previous design
- * (fp32 staged by cp.async, split as the fragments are read, 64 x 32 warp tiles, 2 x 4 warps; dtc_split_kernel).
+ * (fp32 staged by cp.async, split as the fragments are read, 64 x 32 warp tiles, 2 x 4 warps; dtc_split_kernel),
+ * with k split among a cluster's blocks as the others'.
  * x loads are 16 bytes where x and IN allow it, else 4; rows past B and k past IN are zeros.
  */
 #include <cooperative_groups.h>
@@ -258,13 +259,15 @@ __device__ __forceinline__ void dtc_store_y(float *__restrict__ y, const float *
 }
 
 /* The split of k (S > 1, sm_90): the S blocks of a cluster (grid z) each summed their share of the slices for the
- * same 128 x 128 tile; each writes its sums into its own shared memory (the stages are done with: 128 rows of
+ * same 128 x 128 tile, each warp a 64 x 8 NJ of it at (wm, wn) in acc (dtc_store_y's layout); each block writes its
+ * sums into its own shared memory (the stages are done with: 128 rows of
  * DTC_RED_LD floats, a quarter warp's float2 pairs on distinct banks), and after the cluster's barrier block s adds
  * up rows s 128 / S .. of all S tiles through distributed shared memory, always in the order 0, 1, .., S - 1, then
  * the bias, and stores them (16 bytes where y and OUT allow). The second barrier keeps every block's shared memory
  * alive until the others have read it. */
+template <int NJ>
 __device__ __forceinline__ void dtc_reduce_store(float *__restrict__ y, const float *__restrict__ b,
-                                                 const float (&acc)[4][8][4], float *red, int B, int OUT, int row0,
+                                                 const float (&acc)[4][NJ][4], float *red, int B, int OUT, int row0,
                                                  int col0, int wm, int wn, int g, int t) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     namespace cg = cooperative_groups;
@@ -272,7 +275,7 @@ __device__ __forceinline__ void dtc_reduce_store(float *__restrict__ y, const fl
 #pragma unroll
     for (int i = 0; i < 4; i++)
 #pragma unroll
-        for (int j = 0; j < 8; j++)
+        for (int j = 0; j < NJ; j++)
 #pragma unroll
             for (int h = 0; h < 2; h++)
                 *reinterpret_cast<float2 *>(red + (wm + 16 * i + g + 8 * h) * DTC_RED_LD + wn + 8 * j + 2 * t) =
@@ -280,7 +283,7 @@ __device__ __forceinline__ void dtc_reduce_store(float *__restrict__ y, const fl
     cluster.sync();
     const int S = (int)cluster.num_blocks(), s = (int)cluster.block_rank(), R = DTC_BM / S;
     const int quads = (OUT & 3) == 0 && ((uintptr_t)y & 15) == 0;
-    for (int e = (int)threadIdx.x; e < R * DTC_BN / 4; e += DTC_THREADS) {
+    for (int e = (int)threadIdx.x; e < R * DTC_BN / 4; e += (int)blockDim.x) {
         const int r = s * R + e / (DTC_BN / 4), c = 4 * (e % (DTC_BN / 4)), off = r * DTC_RED_LD + c;
         float4 v = *reinterpret_cast<const float4 *>(cluster.map_shared_rank(red, 0) + off);
         for (int q = 1; q < S; q++) {
@@ -477,6 +480,9 @@ __global__ void __launch_bounds__(DTC_SPLIT_THREADS, 1)
     const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     const int wm = warp / 4 * 64, wn = warp % 4 * 32; /* the warp's 64 x 32 within the block tile */
     const int row0 = (int)blockIdx.y * DTC_BM, col0 = (int)blockIdx.x * DTC_BN;
+    const int all = (IN + DTC_BK - 1) / DTC_BK, S = (int)gridDim.z, z = (int)blockIdx.z;
+    const int first = (int)((long)all * z / S), tiles = (int)((long)all * (z + 1) / S) - first; /* this block's */
+    const int kb = first * DTC_BK;                                                              /* its first k */
     float acc[4][4][4];
 #pragma unroll
     for (int i = 0; i < 4; i++)
@@ -484,11 +490,10 @@ __global__ void __launch_bounds__(DTC_SPLIT_THREADS, 1)
         for (int j = 0; j < 4; j++)
 #pragma unroll
             for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
-    const int tiles = (IN + DTC_BK - 1) / DTC_BK;
     for (int s = 0; s < DTC_STAGES - 1; s++) {
         if (s < tiles) {
-            dtc_split_load<VEC>(fsm + s * DTC_SPLIT_STAGE, x, B, IN, row0, s * DTC_BK);
-            dtc_split_load<VEC>(fsm + s * DTC_SPLIT_STAGE + DTC_BM * DTC_SPLIT_LD, w, OUT, IN, col0, s * DTC_BK);
+            dtc_split_load<VEC>(fsm + s * DTC_SPLIT_STAGE, x, B, IN, row0, kb + s * DTC_BK);
+            dtc_split_load<VEC>(fsm + s * DTC_SPLIT_STAGE + DTC_BM * DTC_SPLIT_LD, w, OUT, IN, col0, kb + s * DTC_BK);
         }
         asm volatile("cp.async.commit_group;");
     }
@@ -498,20 +503,46 @@ __global__ void __launch_bounds__(DTC_SPLIT_THREADS, 1)
         const int next = kt + DTC_STAGES - 1;
         if (next < tiles) {
             float *s = fsm + next % DTC_STAGES * DTC_SPLIT_STAGE;
-            dtc_split_load<VEC>(s, x, B, IN, row0, next * DTC_BK);
-            dtc_split_load<VEC>(s + DTC_BM * DTC_SPLIT_LD, w, OUT, IN, col0, next * DTC_BK);
+            dtc_split_load<VEC>(s, x, B, IN, row0, kb + next * DTC_BK);
+            dtc_split_load<VEC>(s + DTC_BM * DTC_SPLIT_LD, w, OUT, IN, col0, kb + next * DTC_BK);
         }
         asm volatile("cp.async.commit_group;");
         const float *xs = fsm + kt % DTC_STAGES * DTC_SPLIT_STAGE;
         dtc_split_slice(acc, xs + wm * DTC_SPLIT_LD, xs + (DTC_BM + wn) * DTC_SPLIT_LD, g, t);
     }
-    dtc_store_y<4>(y, b, acc, B, OUT, row0 + wm, col0 + wn, g, t);
+    if (S == 1) {
+        dtc_store_y<4>(y, b, acc, B, OUT, row0 + wm, col0 + wn, g, t);
+        return;
+    }
+    asm volatile("cp.async.wait_group 0;" ::: "memory"); /* (groups past the last slice are empty) */
+    __syncthreads();                                     /* every warp is done with the stages */
+    dtc_reduce_store(y, b, acc, fsm, B, OUT, row0, col0, wm, wn, g, t);
 }
 
 /* ---------------------------------------------------------------- launchers */
 
 typedef void (*dtc_kernel_fn)(float *, const float *, const unsigned char *, const float *, int, int, int);
 typedef void (*dtc_split_fn)(float *, const float *, const float *, const float *, int, int, int);
+
+/* fn on grid (its z the split of k, S) of `threads` threads and smem bytes of dynamic shared memory, the S blocks of
+ * a tile one cluster where S > 1. */
+template <typename... P, typename... A>
+static int dtc_launch(void (*fn)(P...), dim3 grid, int threads, size_t smem, int S, cudaStream_t stream, nc_error *err,
+                      A... args) {
+    if (S == 1) {
+        fn<<<grid, threads, smem, stream>>>(args...);
+    } else {
+        cudaLaunchConfig_t cfg = {};
+        cudaLaunchAttribute attr[1];
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = 1, attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = (unsigned)S;
+        cfg.gridDim = grid, cfg.blockDim = dim3((unsigned)threads), cfg.dynamicSmemBytes = smem, cfg.stream = stream;
+        cfg.attrs = attr, cfg.numAttrs = 1;
+        CUDA_RET(cudaLaunchKernelEx(&cfg, fn, args...));
+    }
+    CUDA_LAUNCHED();
+    return NC_OK;
+}
 
 template <int P> static dtc_kernel_fn dtc_pick(int vec) {
     return vec == 4 ? dense_tc_kernel<P, 4> : dense_tc_kernel<P, 1>;
@@ -567,11 +598,11 @@ static int dtc_major(int *major, nc_error *err) {
 }
 
 /* The blocks k is split among (grid z, a cluster) for a layer of IN inputs: the most, up to DTC_MAX_KSPLITS and a
- * power of 2, that leave each at least DTC_KSPLIT_MIN slices of 32; 1 for 3xtf32 and before sm_90. A function of
+ * power of 2, that leave each at least DTC_KSPLIT_MIN slices of 32; 1 for fp32 and before sm_90. A function of
  * the layer and the device only, never of B, so that a row's sums and their order do not depend on B. */
 static int dtc_auto_ksplits(int precision, int IN, int *S, nc_error *err) {
     *S = 1;
-    if (!dtc_converts(precision)) return NC_OK;
+    if (precision == NC_PRECISION_FP32) return NC_OK;
     int major = 0;
     const int rc = dtc_major(&major, err);
     if (rc || major < 9) return rc;
@@ -598,9 +629,8 @@ extern "C" int nc_cuda_dense_tc_forward_ksplit(int precision, float *y, const fl
     if (rc) return rc;
     int S = splits;
     if (S == 0 && (rc = dtc_auto_ksplits(precision, IN, &S, err))) return rc;
-    if (S < 1 || S > DTC_MAX_KSPLITS || (S & (S - 1)) || (S > 1 && !dtc_converts(precision)))
-        return nc_fail(err, NC_ERR_ARG, "dense: k split among %d blocks: expected 1, 2, 4 or 8 (1 for fp32 and 3xtf32)",
-                       splits);
+    if (S < 1 || S > DTC_MAX_KSPLITS || (S & (S - 1)) || (S > 1 && precision == NC_PRECISION_FP32))
+        return nc_fail(err, NC_ERR_ARG, "dense: k split among %d blocks: expected 1, 2, 4 or 8 (1 for fp32)", splits);
     if (S > 1) { /* clusters */
         int major = 0;
         if ((rc = dtc_major(&major, err))) return rc;
@@ -622,10 +652,11 @@ extern "C" int nc_cuda_dense_tc_forward_ksplit(int precision, float *y, const fl
                                       cudaSharedmemCarveoutMaxShared));
         for (int b0 = 0; b0 < B; b0 += slice) {
             const int nb = B - b0 < slice ? B - b0 : slice;
-            const dim3 grid((unsigned)((OUT + DTC_BN - 1) / DTC_BN), (unsigned)((nb + DTC_BM - 1) / DTC_BM));
-            fn<<<grid, DTC_SPLIT_THREADS, DTC_SPLIT_SMEM, stream>>>(y + (size_t)b0 * OUT, x + (size_t)b0 * IN,
-                                                                    (const float *)wp, b, nb, IN, OUT);
-            CUDA_LAUNCHED();
+            const dim3 grid((unsigned)((OUT + DTC_BN - 1) / DTC_BN), (unsigned)((nb + DTC_BM - 1) / DTC_BM),
+                            (unsigned)S);
+            rc = dtc_launch(fn, grid, DTC_SPLIT_THREADS, DTC_SPLIT_SMEM, S, stream, err, y + (size_t)b0 * OUT,
+                            x + (size_t)b0 * IN, (const float *)wp, b, nb, IN, OUT);
+            if (rc) return rc;
         }
         return NC_OK;
     }
@@ -648,21 +679,9 @@ extern "C" int nc_cuda_dense_tc_forward_ksplit(int precision, float *y, const fl
     for (int b0 = 0; b0 < B; b0 += slice) {
         const int nb = B - b0 < slice ? B - b0 : slice;
         const dim3 grid((unsigned)((OUT + DTC_BN - 1) / DTC_BN), (unsigned)((nb + DTC_BM - 1) / DTC_BM), (unsigned)S);
-        float *ys = y + (size_t)b0 * OUT;
-        const float *xs = x + (size_t)b0 * IN;
-        const unsigned char *ws = (const unsigned char *)wp;
-        if (S == 1) {
-            fn<<<grid, DTC_THREADS, smem, stream>>>(ys, xs, ws, b, nb, IN, OUT);
-        } else { /* the S blocks of a tile as one cluster */
-            cudaLaunchConfig_t cfg = {};
-            cudaLaunchAttribute attr[1];
-            attr[0].id = cudaLaunchAttributeClusterDimension;
-            attr[0].val.clusterDim.x = 1, attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = (unsigned)S;
-            cfg.gridDim = grid, cfg.blockDim = dim3(DTC_THREADS), cfg.dynamicSmemBytes = smem, cfg.stream = stream;
-            cfg.attrs = attr, cfg.numAttrs = 1;
-            CUDA_RET(cudaLaunchKernelEx(&cfg, fn, ys, xs, ws, b, nb, IN, OUT));
-        }
-        CUDA_LAUNCHED();
+        rc = dtc_launch(fn, grid, DTC_THREADS, smem, S, stream, err, y + (size_t)b0 * OUT, x + (size_t)b0 * IN,
+                        (const unsigned char *)wp, b, nb, IN, OUT);
+        if (rc) return rc;
     }
     return NC_OK;
 }

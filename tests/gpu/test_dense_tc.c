@@ -13,9 +13,9 @@
  * bf16 (8 bits) 2^-7 ~ 7.8e-3, tol 1.2e-2; 3xtf32 leaves ~2^-22 a product, tol 1e-5. The errors seen must also
  * rank as the formats do (bf16's largest well above fp16's, 3xtf32's well below tf32's), so that a precision
  * quietly running as another fails. A row of y must not depend on B (the chunk loop's pieces rely on it): the
- * first rows of a run on fewer images are compared bit for bit. k split among 1, 2, 4 and 8 blocks a tile (tf32,
- * fp16, bf16; sm_90's clusters): each against the reference and bit for bit the same on fewer images, the layer's own
- * split the plain forward's bits, splits with blocks that have no slice, and bad splits refused.
+ * first rows of a run on fewer images are compared bit for bit. k split among 1, 2, 4 and 8 blocks a tile (every
+ * tensor-core precision; sm_90's clusters): each against the reference and bit for bit the same on fewer images, the
+ * layer's own split the plain forward's bits, splits with blocks that have no slice, and bad splits refused.
  *
  * Pieces: nc_gpu_run on a chunk of >= 2 * NC_GPU_PIECE_MIN images calls the forward once a piece (logged here; the
  * first piece the smallest), and its predictions and logits are bit for bit those of chunks small enough to run whole;
@@ -167,8 +167,8 @@ static float *run_ksplit(int precision, const float *dx, const void *wp, const f
     return y;
 }
 
-/* Every split of k (1, 2, 4, 8) at tf32, fp16 and bf16 against the reference, each a row's bits whatever B is, and
- * the layer's own split the plain forward's bits. Where the device has clusters (sm_90 and up); else a split above
+/* Every split of k (1, 2, 4, 8) at every tensor-core precision against the reference, each a row's bits whatever B is,
+ * and the layer's own split the plain forward's bits. Where the device has clusters (sm_90 and up); else a split above
  * 1 must be refused. */
 static void dense_ksplit_shape(int B, int IN, int OUT, int with_bias, int major) {
     const size_t nx = (size_t)B * IN, nw = (size_t)OUT * IN, ny = (size_t)B * OUT;
@@ -177,9 +177,7 @@ static void dense_ksplit_shape(int B, int IN, int OUT, int with_bias, int major)
     float *dx = dev_from(x, nx * sizeof(float)), *dw = dev_from(w, nw * sizeof(float));
     float *db = dev_from(b, OUT * sizeof(float));
     const int few = B > 1 ? B / 2 + 1 : 1;
-    const int precisions[] = {NC_PRECISION_TF32, NC_PRECISION_FP16, NC_PRECISION_BF16};
-    for (int pi = 0; pi < 3; pi++) {
-        const int pr = precisions[pi];
+    for (int pr = NC_PRECISION_TF32; pr < NC_PRECISION_COUNT; pr++) {
         void *wp;
         nc_error err = {0};
         CU(cudaMalloc(&wp, nc_cuda_dense_tc_prepared_size(pr, IN, OUT)));
@@ -229,13 +227,14 @@ static void test_ksplit_choice(int major) {
     printf("k split of the 2017 dense layer (IN 7200): %d\n", s2017);
     CHECK(major >= 9 ? s2017 > 1 : s2017 == 1);
     CHECK(nc_cuda_dense_tc_ksplits(NC_PRECISION_TF32, 7200, &err) == s2017);
-    CHECK(nc_cuda_dense_tc_ksplits(NC_PRECISION_3XTF32, 7200, &err) == 1); /* 3xtf32 has its own kernel */
-    CHECK(nc_cuda_dense_tc_ksplits(NC_PRECISION_FP16, 32, &err) == 1);     /* one slice */
-    /* Splits other than 1, 2, 4, 8, and any above 1 at 3xtf32 or fp32: NC_ERR_ARG, nothing launched. */
+    CHECK(nc_cuda_dense_tc_ksplits(NC_PRECISION_3XTF32, 7200, &err) == s2017); /* its own kernel, split alike */
+    CHECK(nc_cuda_dense_tc_ksplits(NC_PRECISION_FP32, 7200, &err) == 1);       /* the SIMT SGEMM: k in order */
+    CHECK(nc_cuda_dense_tc_ksplits(NC_PRECISION_FP16, 32, &err) == 1);         /* one slice */
+    /* Splits other than 1, 2, 4, 8, and any above 1 at fp32: NC_ERR_ARG, nothing launched. */
     const int bad[][2] = {{NC_PRECISION_FP16, 3},
                           {NC_PRECISION_TF32, 16},
                           {NC_PRECISION_BF16, -1},
-                          {NC_PRECISION_3XTF32, 2},
+                          {NC_PRECISION_3XTF32, 6},
                           {NC_PRECISION_FP32, 2}};
     for (int i = 0; i < 5; i++) {
         err.msg[0] = 0;
