@@ -51,7 +51,7 @@ if command -v compute-sanitizer >/dev/null; then
     # The cp.async pipelines of the tensor-core kernels, on the dense test (the conv test's large batches would take
     # many minutes under the tool), and the dense GEMM's clusters: k split among a cluster's blocks, whose sums are
     # added through each other's shared memory between two cluster barriers. racecheck on the test's quick shapes
-    # (the whole test took over 280 s under it on an H100; 18 s quick).
+    # (the whole test took over 280 s under it on an H100; 33 s quick).
     if [ -x $BIN/test_dense_tc ]; then
         for tool in memcheck racecheck synccheck; do
             q=0
