@@ -471,7 +471,8 @@ __device__ __forceinline__ void dtc_split_load(float *s, const float *m, int row
 
 /* 3xtf32 on fp32 x and w (w is (OUT, IN)). Dynamic shared memory: DTC_STAGES stages of (x tile (128, 36), w tile
  * (128, 36)). One __syncthreads a slice: after it, slice kt is in for every thread and every thread is done with
- * the stage of slice kt - 1, which is the one refilled next (with slice kt + 2). */
+ * the stage of slice kt - 1, which is the one refilled next (with slice kt + 2). Grid z splits k as in dense_tc_kernel.
+ */
 template <int VEC>
 __global__ void __launch_bounds__(DTC_SPLIT_THREADS, 1)
     dtc_split_kernel(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ w,
@@ -628,10 +629,11 @@ extern "C" int nc_cuda_dense_tc_forward_ksplit(int precision, float *y, const fl
     int rc = dtc_check_precision(precision, err);
     if (rc) return rc;
     int S = splits;
-    if (S == 0 && (rc = dtc_auto_ksplits(precision, IN, &S, err))) return rc;
-    if (S < 1 || S > DTC_MAX_KSPLITS || (S & (S - 1)) || (S > 1 && precision == NC_PRECISION_FP32))
+    if (S == 0) { /* the layer's own split, which already heeds the precision and the device */
+        if ((rc = dtc_auto_ksplits(precision, IN, &S, err))) return rc;
+    } else if (S < 1 || S > DTC_MAX_KSPLITS || (S & (S - 1)) || (S > 1 && precision == NC_PRECISION_FP32)) {
         return nc_fail(err, NC_ERR_ARG, "dense: k split among %d blocks: expected 1, 2, 4 or 8 (1 for fp32)", splits);
-    if (S > 1) { /* clusters */
+    } else if (S > 1) { /* asked for: clusters */
         int major = 0;
         if ((rc = dtc_major(&major, err))) return rc;
         if (major < 9) return nc_fail(err, NC_ERR_ARG, "dense: k split among %d blocks needs sm_90 or later", S);
