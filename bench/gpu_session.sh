@@ -58,10 +58,16 @@ ls $ZOO/*.safetensors >/dev/null 2>&1 && MODELS+=($ZOO/*.safetensors)
 ARGS=()
 for m in "${MODELS[@]}"; do ARGS+=(-m "$m"); done
 
+# The CPUs' time in jiffies from /proc/stat: all of it, and what the hypervisor took (steal), so that a slow
+# network line (host side) can be set beside the machine's own load at the time.
+cpu_ticks() { awk '/^cpu /{t = 0; for (i = 2; i <= NF; i++) t += $i; print t, $9}' /proc/stat; }
 t0=$SECONDS
+read -r all0 steal0 < <(cpu_ticks)
 "$NC" bench --backend cuda "${ARGS[@]}" -n 100,1000,10000 --reps 20 --sweep --json "$OUT/bench_gpu.json" \
     >"$OUT/bench_gpu.log" 2>&1
 echo "bench: exit $?, $((SECONDS - t0)) s" | tee -a "$LOG"
+read -r all1 steal1 < <(cpu_ticks)
+echo "bench: the hypervisor took $((steal1 - steal0)) of $((all1 - all0)) CPU jiffies (steal)" >>"$LOG"
 t0=$SECONDS
 "$NC" bench --backend cuda "${ARGS[@]}" --check-only 10000 --json "$OUT/check_gpu.json" >"$OUT/check_gpu.log" 2>&1
 echo "check: exit $?, $((SECONDS - t0)) s" | tee -a "$LOG"

@@ -841,9 +841,11 @@ void nc_bench_shapes_of(const nc_model *m, nc_bench_shape *shapes, int max, int 
     }
 }
 
-/* Median wall time in ms of nc_session_run on the first n test images, host uint8 to predictions. */
+/* Wall times in ms of nc_session_run on the first n test images, host uint8 to predictions, after a warm-up: the
+ * median, min and max of reps runs (ms[0..2]), so that a line's text shows whether it was slow in all its runs or
+ * in a few. */
 static int time_network(const nc_model *m, const char *backend, int version, int precision, const nc_dataset *ds, int n,
-                        int reps, int *pred, double *ms, nc_error *err) {
+                        int reps, int *pred, double ms[3], nc_error *err) {
     nc_run_opts opts;
     memset(&opts, 0, sizeof opts);
     opts.conv_kernel = version;
@@ -862,7 +864,8 @@ static int time_network(const nc_model *m, const char *backend, int version, int
     nc_session_free(s);
     if (rc) return rc;
     qsort(t, (size_t)k, sizeof t[0], cmp_double);
-    *ms = k % 2 ? t[k / 2] : 0.5 * (t[k / 2 - 1] + t[k / 2]);
+    ms[0] = k % 2 ? t[k / 2] : 0.5 * (t[k / 2 - 1] + t[k / 2]);
+    ms[1] = t[0], ms[2] = t[k - 1];
     return NC_OK;
 }
 
@@ -878,13 +881,14 @@ static int bench_network(bench *b, const nc_model *m, const nc_dataset *ds, int 
     enum { LINES = NC_PRECISION_COUNT + 1 }; /* the last: cudnn */
     int *pred = (int *)malloc((size_t)n * sizeof(int));
     if (!pred) return nc_fail(err, NC_ERR_NOMEM, "out of host memory");
-    double t[LINES] = {0}, acc[LINES] = {0};
+    double t[LINES] = {0}, spread[LINES][3] = {{0}}, acc[LINES] = {0};
     cJSON *rows[LINES] = {0};
     int rc = NC_OK;
     for (int i = 0; i < LINES && !rc; i++) {
         const char *backend = i < NC_PRECISION_COUNT ? "cuda" : "cudnn";
         const int precision = i < NC_PRECISION_COUNT ? i : NC_PRECISION_FP32;
-        rc = time_network(m, backend, 0, precision, ds, n, b->reps < 10 ? b->reps : 10, pred, &t[i], err);
+        rc = time_network(m, backend, 0, precision, ds, n, b->reps < 10 ? b->reps : 10, pred, spread[i], err);
+        t[i] = spread[i][0];
         if (rc == NC_ERR_UNAVAILABLE && i == NC_PRECISION_COUNT) { /* no cudnn built */
             rc = NC_OK;
             continue;
@@ -906,6 +910,8 @@ static int bench_network(bench *b, const nc_model *m, const nc_dataset *ds, int 
             cJSON_AddStringToObject(rows[i], "precision", prec_name(precision));
             cJSON_AddBoolToObject(rows[i], "exact", precision == NC_PRECISION_FP32);
             cJSON_AddNumberToObject(rows[i], "ms", t[i]);
+            cJSON_AddNumberToObject(rows[i], "min_ms", spread[i][1]);
+            cJSON_AddNumberToObject(rows[i], "max_ms", spread[i][2]);
             cJSON_AddNumberToObject(rows[i], "correctness", acc[i]);
             cJSON_AddItemToArray(nets, rows[i]);
         }
@@ -916,8 +922,9 @@ static int bench_network(bench *b, const nc_model *m, const nc_dataset *ds, int 
         const int precision = i < NC_PRECISION_COUNT ? i : NC_PRECISION_FP32;
         char note[96];
         precision_note(precision, note, sizeof note);
-        fprintf(b->out, "%-30s %6d  network %-5s --precision %-6s %10.3f ms  correctness %.4f", m->name, n,
-                i < NC_PRECISION_COUNT ? "cuda" : "cudnn", prec_name(precision), t[i], acc[i]);
+        fprintf(b->out, "%-30s %6d  network %-5s --precision %-6s %10.3f ms (%.3f-%.3f)  correctness %.4f", m->name, n,
+                i < NC_PRECISION_COUNT ? "cuda" : "cudnn", prec_name(precision), t[i], spread[i][1], spread[i][2],
+                acc[i]);
         if (i < NC_PRECISION_COUNT && dnn > 0.0) fprintf(b->out, "  %.2fx the cudnn backend", dnn / t[i]);
         fprintf(b->out, "%s%s\n", note[0] ? "  " : "", note);
         if (rows[i]) cJSON_AddNumberToObject(rows[i], "vs_cudnn_backend", dnn > 0.0 ? dnn / t[i] : 0.0);

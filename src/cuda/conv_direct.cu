@@ -55,7 +55,7 @@
  * staging barrier and the staging loads' latency first among the stalls). Copying the next band by cp.async
  * instead of loading this one between two barriers, and storing unpooled pairs as float2, took the zoo's first
  * layers alone from 0.49-2.36 ms to 0.29-1.59 ms (the 2017 layer 1.32 -> 0.57) and fused on uint8 pixels from
- * 0.46-1.93 to 0.29-1.59 (2017 0.70 -> 0.64; H100, 2026-11-23, docs/PERFORMANCE.md). Then the copies went to 16
+ * 0.46-1.93 to 0.29-1.59 (2017 0.70 -> 0.64; H100, 2026-11-23, docs/PERFORMANCE-LOG.md). Then the copies went to 16
  * bytes where the addresses allow (float rows of whole quads; uint8 pixels in 16-byte chunks, converted four at a
  * time by a funnel shift across two words, the lut read once a pixel), the bias to shared memory, and a block's
  * threads to one walk over a band's (group, patch) units instead of one group's patches at a time (the 2017 layer's

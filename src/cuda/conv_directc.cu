@@ -27,7 +27,7 @@
  *   - all the weights stay in shared memory for the block's life, shared by its teams, transposed to (c, p, g, q, m)
  *     so that a tap's MB channels are MB/4 broadcast 16-byte loads; a tile's input rows are read as 16-byte words
  *     (8-byte where F = 2).
- * Measured side by side with conv_direct.cu's kernel (H100, N = 10000, 2026-11-23; docs/PERFORMANCE.md): 2018
+ * Measured side by side with conv_direct.cu's kernel (H100, N = 10000, 2026-11-23; docs/PERFORMANCE-LOG.md): 2018
  * fall's second layer 7.9 -> 5.8 ms alone, 7.7 -> 5.5 fused with tanh and max pooling. The copy by a table of
  * offsets, the weights' order, the unroll for K <= 5 and the 16-byte unpooled stores then took the zoo's second
  * layers from 0.56-5.54 ms to 0.53-5.13 fused and 0.68-5.84 to 0.58-5.61 alone (the same bits). The flat copies
@@ -35,8 +35,8 @@
  * ms, 2019 spring's 0.534 -> 0.526 fused and 0.574 -> 0.560 alone, 2020's 1.494 -> 1.433 fused and 2.079 -> 1.959
  * alone; the same bits). Items across images then took the zoo's other second layers 1.4-17% faster, alone and
  * fused (2026-11-25, bench/ab: 2019 spring's fused 0.525 -> 0.449 ms, 2018 fall's fused 5.05 -> 4.48; the same
- * bits), and 2020's, whose items never cross an image, 2% slower (docs/PERFORMANCE.md); and 2 x 6 tiles 2019 spring's
- * (18 columns) 15% fused and 22% alone (0.449 -> 0.389 and 0.499 -> 0.407 ms; the same bits).
+ * bits), and 2020's, whose items never cross an image, 2% slower (docs/PERFORMANCE-LOG.md); and 2 x 6 tiles 2019
+ * spring's (18 columns) 15% fused and 22% alone (0.449 -> 0.389 and 0.499 -> 0.407 ms; the same bits).
  *
  *   nanoconv eval --model M --backend cuda --conv-kernel 6     (a model whose second layer has C > 1)
  *   nanoconv bench --backend cuda --shape 12x33x33:24x7+tanh+maxpool2 --versions 5,6
@@ -403,7 +403,7 @@ __global__ void __launch_bounds__(DC_THREADS_MAX, 1)
                         /* The same multiply-adds in either order (each sum's terms stay in tap order), which
                          * ptxas allocates and schedules by: where the tap rows are a loop (K > 5), channels outside
                          * a row's columns took the zoo's K = 7 layers 1-4% faster; K = 5's were 0-2.5% slower so
-                         * (H100, 2026-11-25, docs/PERFORMANCE.md; K = 6 not measured). */
+                         * (H100, 2026-11-25, docs/PERFORMANCE-LOG.md; K = 6 not measured). */
                         if constexpr (K > 5) {
 #pragma unroll
                             for (int i = 0; i < TR; i++)

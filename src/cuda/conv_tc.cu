@@ -468,7 +468,7 @@ __device__ __forceinline__ void tc_store(float *__restrict__ yp, unsigned sp, co
  * (image, row pair, column group) tasks w / MG, + warps / MG, ... MW m16 tiles per warp; K at compile time so that
  * every fragment array has constant indices. The bounds' 1 (a block an SM at least): without it ptxas held some
  * kernels to 64, 80 or 128 registers and spilled up to 36 bytes (and 128 for the four-tile fp16 kernels, for a
- * fourth block an SM, spilled and halved their speed: docs/PERFORMANCE.md). */
+ * fourth block an SM, spilled and halved their speed: docs/PERFORMANCE-LOG.md). */
 template <int K, int MW, int MODE, int FIX>
 __global__ void __launch_bounds__(256, 1)
     conv_tc_kernel(float *__restrict__ y, const float *__restrict__ x, const uint8_t *__restrict__ xu,
@@ -1050,7 +1050,7 @@ static int tc_launch(int version, int ipb, float *y, const float *x, const uint8
 }
 
 /* The tunings, the default first. Measured by `nanoconv bench --sweep` on an H100 (N = 10000, the six first
- * layers of the zoo, fused with uint8 input; docs/PERFORMANCE.md). With the kernel of 03:20 UTC, 2026-11-22, 2
+ * layers of the zoo, fused with uint8 input; docs/PERFORMANCE-LOG.md). With the kernel of 03:20 UTC, 2026-11-22, 2
  * images a block was fastest or within 2% everywhere. With four tiles a warp (05:01 UTC) 1 was 2-5% faster on the
  * 2017 layer and within 2.2% elsewhere, but a build that made 1 the default (with other changes) timed erratically
  * and was not kept: 2 stays. Several images a block never bought what was hoped: the next group's copy overlaps

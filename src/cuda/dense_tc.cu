@@ -30,10 +30,12 @@
  *    and the 2017 layer's 316 tiles (B 10000) run on 264 slots of 132 SMs, as 1264 blocks with k split in 4.
  *  - k advances in slices of 32 through 3 shared-memory stages: the w copy runs two slices ahead, x's one.
  *  - A thread reads its fragments as 16-byte loads: the k order inside a slice is free (a dot product may be summed
- *    in any order, provided x and w agree), so lane (g, t) takes bytes 16 t .. 16 t + 15 of its rows (fp16/bf16:
+ *    in any order, provided x and w agree), so lane (g, t) takes bytes 16 t .. 16 t + 15 of its w rows (fp16/bf16:
  *    halves 8t .. 8t+7, two k16 steps) or 32 t + 16 h .. (tf32, h = 0, 1: floats 8t + 4h .., two k8 steps each),
- *    see dtc_read. Rows are 64 bytes (fp16/bf16), or 128 + 16 of padding (tf32), so the 8 lanes of a quarter warp
- *    (g in 0..1, t in 0..3) cover the 32 banks exactly once: no conflicts.
+ *    and x is staged as pairs of rows (g, g + 8) interleaved, so that one 16-byte load is one A fragment, in the
+ *    registers the MMA takes (see dtc_xchunk and dtc_read). w rows are 64 bytes (fp16/bf16), or 128 + 16 of padding
+ *    (tf32), and x pairs 128 or 256 + 16, so the 8 lanes of a quarter warp (g in 0..1, t in 0..3) cover the 32 banks
+ *    exactly once: no conflicts.
  *  - A tile's k is split among S = 2, 4 or 8 blocks of one cluster (sm_90) where the layer has at least 30 slices of
  *    32 a block: each sums its share, and the cluster adds the S partial tiles in a fixed order through distributed
  *    shared memory (dtc_reduce_store), with no partial sums in global memory and no second kernel. A 128 x 128 tile
@@ -63,13 +65,15 @@
 #define DTC_THREADS 128                                                     /* 2 x 2 warps of 64 x 64 */
 #define DTC_KP(IN) (((IN) + DTC_BK - 1) / DTC_BK * DTC_BK)                  /* a prepared weight row, in elements */
 #define DTC_ES(P) ((P) == NC_PRECISION_TF32 ? 4 : 2)                        /* bytes an element in shared memory */
-#define DTC_RS(P) ((P) == NC_PRECISION_TF32 ? 4 * DTC_BK + 16 : 2 * DTC_BK) /* bytes a staged row */
-#define DTC_READS(P) (DTC_BK * DTC_ES(P) / 64)          /* 16-byte reads a lane makes of a staged row: 2, 1 */
-#define DTC_STAGE(P) ((DTC_BM + DTC_BN) * DTC_RS(P))    /* bytes a stage: the x tile, then the w tile */
-#define DTC_SMEM(P) ((size_t)DTC_STAGES * DTC_STAGE(P)) /* tf32 110.6 KB, fp16/bf16 48 KB */
+#define DTC_RS(P) ((P) == NC_PRECISION_TF32 ? 4 * DTC_BK + 16 : 2 * DTC_BK) /* bytes a staged w row */
+#define DTC_XRS(P) (2 * DTC_BK * DTC_ES(P) + 16)         /* bytes a staged pair of x rows: tf32 272, fp16/bf16 144 */
+#define DTC_XTILE(P) (DTC_BM / 2 * DTC_XRS(P))           /* bytes of a stage's x tile, before its w tile */
+#define DTC_READS(P) (DTC_BK * DTC_ES(P) / 64)           /* 16-byte reads a lane makes of a staged row: 2, 1 */
+#define DTC_STAGE(P) (DTC_XTILE(P) + DTC_BN * DTC_RS(P)) /* bytes a stage: the x tile, then the w tile */
+#define DTC_SMEM(P) ((size_t)DTC_STAGES * DTC_STAGE(P))  /* tf32 107.5 KB, fp16/bf16 52.2 KB */
 /* k split among a cluster's blocks (sm_90): at most DTC_MAX_KSPLITS, each at least DTC_KSPLIT_MIN slices (H100,
  * 2026-11-25, bench/ab/dense_one: on the 2017 layer 8 blocks of 28 slices took up to 9% longer than 4 of 56 on the
- * network's large piece of 8720 rows; docs/PERFORMANCE.md). */
+ * network's large piece of 8720 rows; docs/PERFORMANCE-LOG.md). */
 #define DTC_MAX_KSPLITS 8
 #define DTC_KSPLIT_MIN 30
 #define DTC_RED_LD (DTC_BN + 8)                                    /* floats a row of a block's sums, split k */
@@ -134,44 +138,59 @@ __device__ __forceinline__ void dtc_mma(float (&d)[4], uint32_t a0, uint32_t a1,
             : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
+/* The byte offset of 16-byte chunk c in a staged pair of x rows. Chunk c holds the 4-byte units (a tf32, or two
+ * fp16/bf16 of consecutive k) 2c and 2c + 1 of the pair's two rows, interleaved: (row g unit 2c, row g+8 unit 2c,
+ * row g unit 2c+1, row g+8 unit 2c+1), an MMA's A fragment as it is loaded. Lane (g, t) of a quarter warp reads
+ * chunks 4t + 2h + s (tf32) or 2t + s (fp16/bf16); tf32 swaps chunks 4t.. with 4t+2.. where t >= 2, so that its
+ * four t take four distinct 16-byte bank groups, and a pair's 16 bytes of padding give g = 1 the other four. */
+template <int P> __device__ __forceinline__ int dtc_xchunk(int c) {
+    if constexpr (P == NC_PRECISION_TF32)
+        return 16 * (c ^ ((c >> 2) & 2));
+    else
+        return 16 * c;
+}
+
 /*
- * Read h of a staged k slice through a warp's 64 x 64 tile: xs is the warp's 64 x rows, ws its 64 w rows
- * (DTC_RS(P) bytes apart). A slice is DTC_READS(P) 16-byte reads of each row; lane (g, t) takes bytes
- * 16 (READS t + h) .. + 15 of its rows. A read holds 4 registers: two MMA k steps, step s taking registers 2s and
- * 2s + 1. That maps logical k to the same bytes for x and w, as the PTX fragment layouts show:
+ * Read h of a staged k slice through a warp's 64 x 64 tile: xs is the warp's 32 pairs of x rows (DTC_XRS(P) bytes
+ * apart; m16 tile i's rows g and g + 8 are pair 8i + g), ws its 64 w rows (DTC_RS(P) bytes apart). A slice is
+ * DTC_READS(P) 16-byte reads of each w row; lane (g, t) takes bytes 16 (READS t + h) .. + 15 of its w rows, and
+ * the chunks 2 (READS t + h) + s, s = 0, 1, of its x pairs (dtc_xchunk). A w read holds 4 registers: two MMA k
+ * steps, step s taking registers 2s and 2s + 1; an x chunk is step s's A fragment whole. That maps logical k to
+ * the same units of x and w, as the PTX fragment layouts show:
  *   tf32 m16n8k8:   A (a0, a1, a2, a3) = (row g k t, row g+8 k t, row g k t+4, row g+8 k t+4), B (k t, k t+4);
- *                   logical k t is register 2s, k t + 4 register 2s + 1.
+ *                   logical k t is unit 2 (READS t + h) + 2s of the rows, k t + 4 the unit after it.
  *   fp16/bf16 m16n8k16: A = (g k 2t.., g+8 k 2t.., g k 2t+8.., g+8 k 2t+8..), B (k 2t.., k 2t+8..); logical k
- *                   2t, 2t+1 are register 2s, k 2t+8, 2t+9 register 2s + 1.
+ *                   2t, 2t+1 are unit 4t + 2s of the rows, k 2t+8, 2t+9 the unit after it.
  * Over the lanes t, the reads h and the steps s every k of the slice is taken once. The w fragments of a read
- * are loaded once (32 registers), then each m16 tile's x fragments (8) meet all of them.
+ * are loaded once (32 registers), then each m16 tile's x fragments (4 a step) meet all of them. Until 2026-11-26
+ * x rows were staged as w's are, and a fragment took a 16-byte read of row g and one of row g + 8: ptxas then
+ * gathered each A fragment's 4 registers with moves (3.6 a tf32 MMA; 6.9 instructions an MMA in all).
  */
 template <int P>
 __device__ __forceinline__ void dtc_read(float (&acc)[4][8][4], const unsigned char *xs, const unsigned char *ws, int g,
                                          int t, int h) {
-    constexpr int RS = DTC_RS(P);
-    const int off = 16 * (DTC_READS(P) * t + h);
+    constexpr int RS = DTC_RS(P), XRS = DTC_XRS(P);
+    const int u = DTC_READS(P) * t + h;
     uint32_t b[8][4];
 #pragma unroll
-    for (int j = 0; j < 8; j++) dtc_lds4(b[j], ws + (8 * j + g) * RS + off);
+    for (int j = 0; j < 8; j++) dtc_lds4(b[j], ws + (8 * j + g) * RS + 16 * u);
 #pragma unroll
-    for (int i = 0; i < 4; i++) {
-        uint32_t a0[4], a8[4];
-        dtc_lds4(a0, xs + (16 * i + g) * RS + off);
-        dtc_lds4(a8, xs + (16 * i + g + 8) * RS + off);
+    for (int i = 0; i < 4; i++)
 #pragma unroll
-        for (int s = 0; s < 2; s++)
+        for (int s = 0; s < 2; s++) {
+            uint32_t a[4];
+            dtc_lds4(a, xs + (8 * i + g) * XRS + dtc_xchunk<P>(2 * u + s));
 #pragma unroll
-            for (int j = 0; j < 8; j++)
-                dtc_mma<P>(acc[i][j], a0[2 * s], a8[2 * s], a0[2 * s + 1], a8[2 * s + 1], b[j][2 * s], b[j][2 * s + 1]);
-    }
+            for (int j = 0; j < 8; j++) dtc_mma<P>(acc[i][j], a[0], a[1], a[2], a[3], b[j][2 * s], b[j][2 * s + 1]);
+        }
 }
 
 /* Part h (of PARTS) of x's slice k0 .. k0+31 of block rows r0 .. r0+127 into registers: thread tid takes floats
- * 8u + 8h / PARTS .. (u = tid % 4, 8 / PARTS of them) of rows tid / 4 + 32 m, m = 0..3 (a warp reads 8 whole
- * 128-byte row segments over the parts). Zeros past B and IN. VEC 4: x and IN are 16-byte aligned (a 4-float
- * chunk is wholly inside k or past it); VEC 1: any alignment. tf32 loads a slice in 2 parts, one before each read
- * of dtc_read, to keep 16 registers of x in flight instead of 32 (with 32, ptxas spills). */
+ * 8u + 8h / PARTS .. (u = tid % 4, 8 / PARTS of them) of both rows of the x pairs p = tid / 4 and tid / 4 + 32
+ * (pair p: rows 16 (p / 8) + p % 8 and 8 more), xr[2m + e] of pair m's row e (a warp reads 8 whole 128-byte row
+ * segments over the parts). Zeros past B and IN. VEC 4: x and IN are 16-byte aligned (a 4-float chunk is wholly
+ * inside k or past it); VEC 1: any alignment. tf32 loads a slice in 2 parts, one before each read of dtc_read, to
+ * keep 16 registers of x in flight instead of 32 (with 32, ptxas spills). */
 template <int VEC, int PARTS>
 __device__ __forceinline__ void dtc_load_x(float (&xr)[4][8 / PARTS], const float *__restrict__ x, int B, int IN,
                                            int r0, int k0, int h) {
@@ -179,7 +198,7 @@ __device__ __forceinline__ void dtc_load_x(float (&xr)[4][8 / PARTS], const floa
     const int tid = (int)threadIdx.x, k = k0 + 8 * (tid & 3) + N * h;
 #pragma unroll
     for (int m = 0; m < 4; m++) {
-        const int r = r0 + (tid >> 2) + 32 * m;
+        const int p = (tid >> 2) + 32 * (m >> 1), r = r0 + 16 * (p >> 3) + (p & 7) + 8 * (m & 1);
         const float *row = x + (size_t)(r < B ? r : 0) * IN;
         if constexpr (VEC == 4) {
 #pragma unroll
@@ -195,21 +214,26 @@ __device__ __forceinline__ void dtc_load_x(float (&xr)[4][8 / PARTS], const floa
     }
 }
 
-/* The registers of dtc_load_x's part h, rounded to P, into a stage's x tile (xs, rows DTC_RS(P) bytes apart, k
- * in natural order): 16 bytes a row (tf32: 4 floats of 2 parts; fp16/bf16: 8 halves of 1). A quarter warp writes
- * 2 rows' pieces, 128 distinct bytes modulo 128 (tf32 rows are 144 bytes apart, fp16/bf16 rows 64). */
+/* The registers of dtc_load_x's part h, rounded to P, into a stage's x tile (xs, pairs of rows DTC_XRS(P) bytes
+ * apart, chunks as dtc_xchunk places them): 2 chunks a pair (tf32: units 8u + 4h .. of 2 parts; fp16/bf16: units
+ * 4u .. of 1). A quarter warp writes 2 pairs' chunks, 128 distinct bytes modulo 128 (as dtc_read reads them). */
 template <int P>
 __device__ __forceinline__ void dtc_store_x(unsigned char *xs, const float (&xr)[4][8 / DTC_READS(P)], int h) {
     const int tid = (int)threadIdx.x, u = tid & 3;
 #pragma unroll
-    for (int m = 0; m < 4; m++) {
-        unsigned char *p = xs + ((tid >> 2) + 32 * m) * DTC_RS(P);
-        if constexpr (P == NC_PRECISION_TF32)
-            dtc_sts4(p + 32 * u + 16 * h, dtc_tf32(xr[m][0]), dtc_tf32(xr[m][1]), dtc_tf32(xr[m][2]),
-                     dtc_tf32(xr[m][3]));
-        else
-            dtc_sts4(p + 16 * u, dtc_pack<P>(xr[m][0], xr[m][1]), dtc_pack<P>(xr[m][2], xr[m][3]),
-                     dtc_pack<P>(xr[m][4], xr[m][5]), dtc_pack<P>(xr[m][6], xr[m][7]));
+    for (int m = 0; m < 2; m++) {
+        unsigned char *p = xs + ((tid >> 2) + 32 * m) * DTC_XRS(P);
+        const float(&lo)[8 / DTC_READS(P)] = xr[2 * m], (&hi)[8 / DTC_READS(P)] = xr[2 * m + 1];
+#pragma unroll
+        for (int q = 0; q < 2; q++) {
+            if constexpr (P == NC_PRECISION_TF32)
+                dtc_sts4(p + dtc_xchunk<P>(4 * u + 2 * h + q), dtc_tf32(lo[2 * q]), dtc_tf32(hi[2 * q]),
+                         dtc_tf32(lo[2 * q + 1]), dtc_tf32(hi[2 * q + 1]));
+            else
+                dtc_sts4(p + dtc_xchunk<P>(2 * u + q), dtc_pack<P>(lo[4 * q], lo[4 * q + 1]),
+                         dtc_pack<P>(hi[4 * q], hi[4 * q + 1]), dtc_pack<P>(lo[4 * q + 2], lo[4 * q + 3]),
+                         dtc_pack<P>(hi[4 * q + 2], hi[4 * q + 3]));
+        }
     }
 }
 
@@ -322,7 +346,7 @@ template <int P, int VEC>
 __global__ void __launch_bounds__(DTC_THREADS, 2)
     dense_tc_kernel(float *__restrict__ y, const float *__restrict__ x, const unsigned char *__restrict__ wp,
                     const float *__restrict__ b, int B, int IN, int OUT) {
-    constexpr int RS = DTC_RS(P), STAGE = DTC_STAGE(P), READS = DTC_READS(P);
+    constexpr int RS = DTC_RS(P), XRS = DTC_XRS(P), XT = DTC_XTILE(P), STAGE = DTC_STAGE(P), READS = DTC_READS(P);
     extern __shared__ __align__(16) unsigned char dsm[];
     const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     const int wm = (warp >> 1) * 64, wn = (warp & 1) * 64; /* the warp's 64 x 64 within the block tile */
@@ -341,9 +365,9 @@ __global__ void __launch_bounds__(DTC_THREADS, 2)
     /* w of slices 0 and 1 in flight, a commit group each (empty past the last, to keep wait_group's count); x of
      * slice 0 stored. */
     if (tiles > 0) {
-        dtc_load_w<P>(dsm + DTC_BM * RS, wp, OUT, KP, col0, kb);
+        dtc_load_w<P>(dsm + XT, wp, OUT, KP, col0, kb);
         asm volatile("cp.async.commit_group;");
-        if (tiles > 1) dtc_load_w<P>(dsm + STAGE + DTC_BM * RS, wp, OUT, KP, col0, kb + DTC_BK);
+        if (tiles > 1) dtc_load_w<P>(dsm + STAGE + XT, wp, OUT, KP, col0, kb + DTC_BK);
         asm volatile("cp.async.commit_group;");
 #pragma unroll
         for (int h = 0; h < READS; h++) {
@@ -362,11 +386,10 @@ __global__ void __launch_bounds__(DTC_THREADS, 2)
         for (int h = 0; h < READS; h++) {
             if (more) dtc_load_x<VEC, READS>(xr, x, B, IN, row0, kb + (kt + 1) * DTC_BK, h);
             if (h == 0) {
-                if (kt + 2 < tiles)
-                    dtc_load_w<P>(dsm + nw * STAGE + DTC_BM * RS, wp, OUT, KP, col0, kb + (kt + 2) * DTC_BK);
+                if (kt + 2 < tiles) dtc_load_w<P>(dsm + nw * STAGE + XT, wp, OUT, KP, col0, kb + (kt + 2) * DTC_BK);
                 asm volatile("cp.async.commit_group;");
             }
-            dtc_read<P>(acc, s + wm * RS, s + (DTC_BM + wn) * RS, g, t, h);
+            dtc_read<P>(acc, s + wm / 2 * XRS, s + XT + wn * RS, g, t, h);
             if (more) dtc_store_x<P>(dsm + nx * STAGE, xr, h);
         }
         asm volatile("cp.async.wait_group 1;"); /* this thread's w copies of slice kt + 1 */
@@ -674,7 +697,7 @@ extern "C" int nc_cuda_dense_tc_forward_ksplit(int precision, float *y, const fl
     }
     /* A split k's sums take 69.6 KB once the stages are done with. */
     if (S > 1 && smem < DTC_RED_SMEM) smem = DTC_RED_SMEM;
-    /* tf32's 110.6 KB a block, and the largest shared-memory carveout, so that two blocks fit an SM. */
+    /* tf32's 107.5 KB a block, and the largest shared-memory carveout, so that two blocks fit an SM. */
     CUDA_RET(cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     CUDA_RET(cudaFuncSetAttribute((const void *)fn, cudaFuncAttributePreferredSharedMemoryCarveout,
                                   cudaSharedmemCarveoutMaxShared));

@@ -10,9 +10,10 @@
    version's marked fastest.
 2. A model (the zoo's 2019-spring, or a seeded one of its architecture), `-n 1000 --reps 3 --check 2000`:
    "dense" has, for each dense layer, cuBLAS fp32 and TF32 rows and our SIMT fp32 row; "networks" has the cuda
-   backend at fp32 and the cudnn backend; "checks" has every version, and every exact (fp32) version gives
-   cpu-ref's predictions. Reduced-precision versions are held to the bench's own rule (correctness loss at most
-   0.002), and the exit status must agree with the checks: 1 where one failed, else 0.
+   backend at fp32 and the cudnn backend, each line's median between its min and max; "checks" has every version,
+   and every exact (fp32) version gives cpu-ref's predictions. Reduced-precision versions are held to the bench's
+   own rule (correctness loss at most 0.002), and the exit status must agree with the checks: 1 where one failed,
+   else 0.
 Never a timing threshold: times are only checked to be positive. Skips (77) where nanoconv was built without the
 cuda backend or there is no GPU. Environment: NANOCONV (the CLI), NANOCONV_DATA, NANOCONV_SRC (the zoo).
 """
@@ -144,7 +145,10 @@ have = {(r["backend"], r["precision"]) for r in nets}
 for want in [("cuda", "fp32"), ("cudnn", "fp32")]:
     chk.check(want in have, f"network line {want} missing: {sorted(have)}")
 for r in nets:
-    positive(r, ["ms"], f"network {r['backend']} {r['precision']}")
+    positive(r, ["ms", "min_ms", "max_ms"], f"network {r['backend']} {r['precision']}")
+    chk.check(r.get("min_ms", 0) <= r.get("ms", -1) <= r.get("max_ms", 0),
+              f"network {r['backend']} {r['precision']}: median {r.get('ms')} outside "
+              f"{r.get('min_ms')}-{r.get('max_ms')}")
     chk.check(0 <= r.get("correctness", -1) <= 1, f"network {r['backend']} {r['precision']}: correctness")
 
 checks = doc.get("checks", [])

@@ -280,7 +280,7 @@ static void check_run(const char *what, const float *dy, const float *ref, size_
  * fewer units than a block has threads (8 x 8: most threads have no unit of an image) and of many (the zoo's first
  * layers, Wo = 2 mod 4 among them, where the rows or the tiles' second rows are shifted). Against the reference,
  * every output written (the output is NaN before), and the same bits in all three (the same sums in the same
- * order). Written for a pipelined walk across images (tried and left out, docs/PERFORMANCE.md), kept for the
+ * order). Written for a pipelined walk across images (tried and left out, docs/PERFORMANCE-LOG.md), kept for the
  * paths as they are. */
 static void test_rows_many_images(int B, int H, int W, int M, int K) {
     const int Ho = H - K + 1, Wo = W - K + 1;
