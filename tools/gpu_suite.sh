@@ -32,6 +32,10 @@ run() { # name command...   (each step at most STEP_TIMEOUT seconds, 300 by defa
     printf '%-28s exit %d  %4d s  %s\n' "$1" $rc $((SECONDS - t0)) "$(grep -E 'passed|SUMMARY|SKIP' "$SL/$1.log" | tail -1)" |
         tee -a "$LOG"
 }
+# On an sm_90 GPU the default build runs tf32's dense layers on wgmma (dense_tc.cu built for sm_90a):
+# test_dense_tc must find it there, not quietly test mma.sync twice.
+[ "$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1)" = "9.0" ] &&
+    export NC_TEST_WANT_WGMMA=1
 for t in $BIN/test_*; do
     [ -x "$t" ] && run "$(basename "$t")" "$t"
 done

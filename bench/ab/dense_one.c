@@ -3,6 +3,7 @@
  * CUDA events; prints the median and an FNV-1a hash of the output's bits for each S given (0: the layer's own
  * choice, which is also printed).
  *   dense_one PRECISION B IN OUT REPS S...      PRECISION tf32, 3xtf32, fp16 or bf16; S 0, 1, 2, 4 or 8
+ * DENSE_ONE_KERNEL=1 runs mma.sync, 2 wgmma (tf32 where the build and device have it), 0 or unset the layer's own.
  * Built as the dense_one target of a build with CUDA. x and w are fixed pseudo-random numbers, the same in every
  * run. */
 #include <cuda_runtime.h>
@@ -64,6 +65,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "dense_one: %s\n", err.msg);
         return 1;
     }
+    const char *kenv = getenv("DENSE_ONE_KERNEL");
+    const int kernel = kenv ? atoi(kenv) : NC_DENSE_TC_AUTO;
     const int own = nc_cuda_dense_tc_ksplits(precision, IN, &err);
     if (own < 1) {
         fprintf(stderr, "dense_one: %s\n", err.msg);
@@ -73,7 +76,7 @@ int main(int argc, char **argv) {
         const int S = atoi(argv[a]);
         for (int r = -1; r < reps; r++) { /* r = -1: the warm-up */
             CK(cudaEventRecord(e0, stream));
-            if (nc_cuda_dense_tc_forward_ksplit(precision, y, x, wp, b, B, IN, OUT, S, stream, &err)) {
+            if (nc_cuda_dense_tc_forward_kernel(precision, y, x, wp, b, B, IN, OUT, S, kernel, stream, &err)) {
                 fprintf(stderr, "dense_one: %s\n", err.msg);
                 return 1;
             }
@@ -86,9 +89,9 @@ int main(int argc, char **argv) {
         uint64_t h = 1469598103934665603ull;
         const unsigned char *p = (const unsigned char *)hy;
         for (size_t i = 0; i < ny * sizeof(float); i++) h = (h ^ p[i]) * 1099511628211ull;
-        printf("dense %s B %d IN %d OUT %d  S %d%s  %.4f ms  %.1f TFLOP/s  bits %016llx\n", argv[1], B, IN, OUT,
-               S ? S : own, S ? "" : " (own)", t[reps / 2], 2.0 * B * IN * OUT / (t[reps / 2] * 1e-3) / 1e12,
-               (unsigned long long)h);
+        printf("dense %s B %d IN %d OUT %d  S %d%s  kernel %d  %.4f ms  %.1f TFLOP/s  bits %016llx\n", argv[1], B, IN,
+               OUT, S ? S : own, S ? "" : " (own)", kernel, t[reps / 2],
+               2.0 * B * IN * OUT / (t[reps / 2] * 1e-3) / 1e12, (unsigned long long)h);
     }
     CK(cudaFree(x));
     CK(cudaFree(w));

@@ -1,8 +1,9 @@
 /*
- * Dense layers on the tensor cores: y = x w^T + b as a GEMM on mma.sync, for the cuda backend's reduced-precision
- * options (the default, exact fp32, is layers.cu's SIMT SGEMM).
+ * Dense layers on the tensor cores: y = x w^T + b as a GEMM on mma.sync, and tf32 on wgmma where this file is built
+ * for sm_90a and the device is sm_90 (dense_wg_kernel, below), for the cuda backend's reduced-precision options (the
+ * default, exact fp32, is layers.cu's SIMT SGEMM).
  *
- *   tf32    m16n8k8, both operands rounded to TF32 (10-bit mantissa): reduced precision.
+ *   tf32    m16n8k8 (wgmma: m64n128k8), both operands rounded to TF32 (10-bit mantissa): reduced precision.
  *   3xtf32  each operand split into a TF32 high part and the TF32 rounding of its remainder, three MMAs
  *           (lo x hi + hi x lo + hi x hi; lo x lo is below fp32's rounding): near-exact, not bitwise fp32.
  *   fp16    m16n8k16, operands rounded to fp16 (10-bit mantissa, |v| <= 65504: larger is inf), fp32 sums.
@@ -252,21 +253,21 @@ __device__ __forceinline__ void dtc_load_w(unsigned char *ws, const unsigned cha
     }
 }
 
-/* acc[i][j] (the warp's 64 x 64 at rows wm.., columns wn.. of the block tile) plus bias into y: rows wm + 16i + g
- * (+8 for e >= 2), columns wn + 8j + 2t (+1 for odd e). Pairs go out as float2 where OUT is even (the pair is then
- * 8-byte aligned): each row's 32 bytes in one store, not two halves. */
-template <int NJ>
+/* acc[i][j] plus bias into y: rows r0 + RS i + g (+8 for e >= 2), columns c0 + 8j + 2t (+1 for odd e); an mma.sync
+ * warp's 64 x 64 at (r0, c0) is RS 16, a wgmma warp's rows of two m64 tiles RS 64. Pairs go out as float2 where OUT is
+ * even (the pair is then 8-byte aligned): each row's 32 bytes in one store, not two halves. */
+template <int NI, int NJ, int RS>
 __device__ __forceinline__ void dtc_store_y(float *__restrict__ y, const float *__restrict__ b,
-                                            const float (&acc)[4][NJ][4], int B, int OUT, int r0, int c0, int g,
+                                            const float (&acc)[NI][NJ][4], int B, int OUT, int r0, int c0, int g,
                                             int t) {
     const int pairs = (OUT & 1) == 0 && ((uintptr_t)y & 7) == 0;
 #pragma unroll
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < NI; i++)
 #pragma unroll
         for (int j = 0; j < NJ; j++)
 #pragma unroll
             for (int h = 0; h < 2; h++) {
-                const int r = r0 + i * 16 + g + 8 * h, c = c0 + j * 8 + 2 * t;
+                const int r = r0 + i * RS + g + 8 * h, c = c0 + j * 8 + 2 * t;
                 if (r >= B || c >= OUT) continue;
                 float *dst = y + (size_t)r * OUT + c;
                 const float v0 = acc[i][j][2 * h] + (b ? b[c] : 0.0f);
@@ -283,26 +284,27 @@ __device__ __forceinline__ void dtc_store_y(float *__restrict__ y, const float *
 }
 
 /* The split of k (S > 1, sm_90): the S blocks of a cluster (grid z) each summed their share of the slices for the
- * same 128 x 128 tile, each warp a 64 x 8 NJ of it at (wm, wn) in acc (dtc_store_y's layout); each block writes its
+ * same 128 x 128 tile, each warp rows wm + RS i (NI of 16) by 8 NJ columns from wn in acc (dtc_store_y's layout);
+ * each block writes its
  * sums into its own shared memory (the stages are done with: 128 rows of
  * DTC_RED_LD floats, a quarter warp's float2 pairs on distinct banks), and after the cluster's barrier block s adds
  * up rows s 128 / S .. of all S tiles through distributed shared memory, always in the order 0, 1, .., S - 1, then
  * the bias, and stores them (16 bytes where y and OUT allow). The second barrier keeps every block's shared memory
  * alive until the others have read it. */
-template <int NJ>
+template <int NI, int NJ, int RS>
 __device__ __forceinline__ void dtc_reduce_store(float *__restrict__ y, const float *__restrict__ b,
-                                                 const float (&acc)[4][NJ][4], float *red, int B, int OUT, int row0,
+                                                 const float (&acc)[NI][NJ][4], float *red, int B, int OUT, int row0,
                                                  int col0, int wm, int wn, int g, int t) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     namespace cg = cooperative_groups;
     cg::cluster_group cluster = cg::this_cluster();
 #pragma unroll
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < NI; i++)
 #pragma unroll
         for (int j = 0; j < NJ; j++)
 #pragma unroll
             for (int h = 0; h < 2; h++)
-                *reinterpret_cast<float2 *>(red + (wm + 16 * i + g + 8 * h) * DTC_RED_LD + wn + 8 * j + 2 * t) =
+                *reinterpret_cast<float2 *>(red + (wm + RS * i + g + 8 * h) * DTC_RED_LD + wn + 8 * j + 2 * t) =
                     make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
     cluster.sync();
     const int S = (int)cluster.num_blocks(), s = (int)cluster.block_rank(), R = DTC_BM / S;
@@ -397,11 +399,11 @@ __global__ void __launch_bounds__(DTC_THREADS, 2)
         cur = nx;
     }
     if (S == 1) {
-        dtc_store_y<8>(y, b, acc, B, OUT, row0 + wm, col0 + wn, g, t);
+        dtc_store_y<4, 8, 16>(y, b, acc, B, OUT, row0 + wm, col0 + wn, g, t);
         return;
     }
     asm volatile("cp.async.wait_group 0;" ::: "memory"); /* (groups past the last slice are empty) */
-    dtc_reduce_store(y, b, acc, reinterpret_cast<float *>(dsm), B, OUT, row0, col0, wm, wn, g, t);
+    dtc_reduce_store<4, 8, 16>(y, b, acc, reinterpret_cast<float *>(dsm), B, OUT, row0, col0, wm, wn, g, t);
 }
 
 /* Weights in P's format, rows zero-padded to KP: wp is (OUT, KP) of tf32 bit patterns, fp16 or bf16; w is
@@ -420,6 +422,219 @@ __global__ void dense_tc_prepare_kernel(void *__restrict__ wp, const float *__re
         else
             ((__nv_bfloat16 *)wp)[i] = __float2bfloat16_rn(v);
     }
+}
+
+/* ---------------------------------------------------------------- tf32 on wgmma (sm_90a) */
+
+/*
+ * tf32 on the H100's warpgroup MMA (wgmma.mma_async, sm_90a), where this file is built for it (NC_DENSE_SM90A: the
+ * build compiles it for sm_90a in place of sm_90) and the device is sm_90. The block is one warpgroup (128 threads)
+ * on the same 128 x 128 tile as dense_tc_kernel, with the same split of k among a cluster's blocks, stages and loads;
+ * what differs is who reads shared memory. mma.sync has every warp load its fragments into registers (a 64 x 64 warp
+ * tile: 16 loads a k step, and 240-250 registers, so two warps a scheduler); wgmma reads both operands from shared
+ * memory itself, asynchronously, through descriptors, so that the warps only stage the next slice meanwhile.
+ *  - A stage holds x's 128 rows, then w's 128, each row a slice's 32 tf32 (128 bytes) under the 128-byte swizzle
+ *    (16-byte chunk c of row r at chunk c ^ (r mod 8); the stages 1024-byte aligned): the layout a K-major wgmma
+ *    operand's descriptor names (rows of 8 a core matrix group, groups 1024 bytes apart).
+ *  - A slice is 4 k steps of 8, each two m64n128k8 (the block's rows 0-63 and 64-127) on 64 accumulators a thread.
+ *  - x goes through registers as in dense_tc_kernel (rounded to tf32 to nearest there), loaded two slices ahead;
+ *    w by cp.async. Both are generic-proxy writes, so each thread fences them to the async proxy before the
+ *    barrier that hands the stage to the MMAs. A slice's MMAs are issued before the previous slice's are waited
+ *    for (wgmma.wait_group 1), so that the tensor cores always have the next slice queued.
+ * The k order: a slice's k steps in turn, each 8 consecutive k (dense_tc_kernel permutes k inside a slice), and
+ * the same slices a block, so the sums differ in rounding from dense_tc_kernel's and are as independent of B.
+ * H100, 2026-11-26, bench/ab/dense_one on the 2017 dense layer at its split of 4: 0.385 ms on the network's piece
+ * of 8720 images against mma.sync's 0.571, 0.083 against 0.120 on the piece of 1280 (docs/PERFORMANCE-LOG.md). What
+ * holds it then is x's loads (x is read as fp32 by the 4 blocks of its rows; w by the 69 of its columns: 2 GB from
+ * L2 at 8720 images), not the tensor cores (busy 41% of the cycles).
+ */
+#define DWG_ROW 128                                      /* bytes a staged row: 32 tf32 */
+#define DWG_TILE (DTC_BM * DWG_ROW)                      /* 16 KB: the x tile, then the w tile (DTC_BN rows) */
+#define DWG_STAGE (2 * DWG_TILE)                         /* 32 KB */
+#define DWG_SMEM ((size_t)DTC_STAGES * DWG_STAGE + 1024) /* 97 KB: 1 KB more to align the stages */
+
+/* The byte offset of 16-byte chunk c of row r in a staged tile, under the 128-byte swizzle. */
+__device__ __forceinline__ int dwg_at(int r, int c) {
+    return r * DWG_ROW + ((c ^ (r & 7)) << 4);
+}
+
+/* A K-major operand at shared address a (the first row of 8-row groups 1024 bytes apart, rows 128 bytes, the
+ * 128-byte swizzle): start address, leading byte offset (unused with this swizzle: 1), stride byte offset, layout. */
+__device__ __forceinline__ uint64_t dwg_desc(uint32_t a) {
+    return (uint64_t)((a & 0x3FFFF) >> 4) | (uint64_t)1 << 16 | (uint64_t)(1024 >> 4) << 32 | (uint64_t)1 << 62;
+}
+
+/* d += a b on one m64n128k8 tile, tf32 from shared memory, fp32 accumulators: thread (warp w, lane 4g + t) holds
+ * d[4j + e] at row 16w + g + 8 (e >> 1), column 8j + 2t + (e & 1). */
+__device__ __forceinline__ void dwg_mma(float (&d)[64], uint64_t da, uint64_t db) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, 1, 1, 1;"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]),
+                   "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+                   "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),
+                   "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]),
+                   "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]),
+                   "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]),
+                   "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "l"(da), "l"(db));
+#endif
+}
+
+/* Keeps the compiler from moving accesses of the accumulators across the wgmma fences and waits around them. */
+__device__ __forceinline__ void dwg_hold(float (&acc)[2][16][4]) {
+#pragma unroll
+    for (int h = 0; h < 2; h++)
+#pragma unroll
+        for (int j = 0; j < 16; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) asm volatile("" : "+f"(acc[h][j][e])::"memory");
+}
+
+/* x's slice k0 .. k0+31 of block rows r0 .. r0+127 into registers: thread tid takes floats 8u .. 8u+7 (u = tid % 4)
+ * of rows tid / 4 + 32 m. Zeros past B and IN; VEC as dtc_load_x's. */
+template <int VEC>
+__device__ __forceinline__ void dwg_load_x(float (&xr)[4][8], const float *__restrict__ x, int B, int IN, int r0,
+                                           int k0) {
+    const int tid = (int)threadIdx.x, k = k0 + 8 * (tid & 3);
+#pragma unroll
+    for (int m = 0; m < 4; m++) {
+        const int r = r0 + (tid >> 2) + 32 * m;
+        const float *row = x + (size_t)(r < B ? r : 0) * IN;
+        if constexpr (VEC == 4) {
+#pragma unroll
+            for (int q = 0; q < 2; q++) {
+                float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                if (r < B && k + 4 * q < IN) v = __ldg(reinterpret_cast<const float4 *>(row + k + 4 * q));
+                xr[m][4 * q] = v.x, xr[m][4 * q + 1] = v.y, xr[m][4 * q + 2] = v.z, xr[m][4 * q + 3] = v.w;
+            }
+        } else {
+#pragma unroll
+            for (int e = 0; e < 8; e++) xr[m][e] = r < B && k + e < IN ? __ldg(row + k + e) : 0.0f;
+        }
+    }
+}
+
+/* dwg_load_x's registers, rounded to tf32, into a stage's x tile: chunks 2u and 2u + 1 of each of the thread's rows
+ * (a quarter warp's 8 stores take 8 distinct chunks of 128 bytes). */
+__device__ __forceinline__ void dwg_store_x(unsigned char *xs, const float (&xr)[4][8]) {
+    const int tid = (int)threadIdx.x, u = tid & 3;
+#pragma unroll
+    for (int m = 0; m < 4; m++) {
+        const int r = (tid >> 2) + 32 * m;
+#pragma unroll
+        for (int q = 0; q < 2; q++)
+            dtc_sts4(xs + dwg_at(r, 2 * u + q), dtc_tf32(xr[m][4 * q]), dtc_tf32(xr[m][4 * q + 1]),
+                     dtc_tf32(xr[m][4 * q + 2]), dtc_tf32(xr[m][4 * q + 3]));
+    }
+}
+
+/* Prepared w's slice k0 .. k0+31 of rows c0 .. c0+127 into a stage's w tile, 16 bytes a cp.async; rows past OUT
+ * copy 0 bytes and zero-fill. */
+__device__ __forceinline__ void dwg_load_w(unsigned char *ws, const unsigned char *wp, int OUT, int KP, int c0,
+                                           int k0) {
+#pragma unroll
+    for (int i = 0; i < DTC_BN * 8 / DTC_THREADS; i++) {
+        const int idx = (int)threadIdx.x + DTC_THREADS * i, r = idx >> 3, c = idx & 7, ok = c0 + r < OUT;
+        const unsigned char *src = ok ? wp + ((size_t)(c0 + r) * KP + k0) * 4 + 16 * c : wp;
+        nc_cp_async16(ws + dwg_at(r, c), src, ok ? 16 : 0);
+    }
+}
+
+/* One slice kt of dense_wg_kernel, stage cur = kt % DTC_STAGES: its MMAs issued; then, once slice kt - 1's are done
+ * (wgmma.wait_group 1), w's copies of slice kt + 2 into that slice's stage; x of slice kt + 1, loaded into `now` a
+ * slice ago, rounded and stored; x of slice kt + 2 loaded into `next` (its latency behind a whole slice's MMAs). One
+ * __syncthreads at the end: every thread has stored its x of slice kt + 1, waited for its w copies of it and fenced
+ * both to the async proxy, so that the next slice's MMAs may read the stage. */
+template <int VEC>
+__device__ __forceinline__ void dwg_slice(float (&acc)[2][16][4], float (&now)[4][8], float (&next)[4][8],
+                                          unsigned char *dsm, uint32_t sm0, const float *__restrict__ x,
+                                          const unsigned char *__restrict__ wp, int B, int IN, int OUT, int KP,
+                                          int row0, int col0, int kb, int kt, int tiles, int cur) {
+    const int n1 = cur == DTC_STAGES - 1 ? 0 : cur + 1, n2 = n1 == DTC_STAGES - 1 ? 0 : n1 + 1;
+    const uint32_t xa = sm0 + cur * DWG_STAGE, wa = xa + DWG_TILE;
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    dwg_hold(acc);
+#pragma unroll
+    for (int ks = 0; ks < DTC_BK / 8; ks++)
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+            dwg_mma(reinterpret_cast<float(&)[64]>(acc[h]), dwg_desc(xa + h * 64 * DWG_ROW + 32 * ks),
+                    dwg_desc(wa + 32 * ks));
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); /* slice kt - 1's: stage n2 is free */
+    dwg_hold(acc);
+    if (kt + 2 < tiles) dwg_load_w(dsm + n2 * DWG_STAGE + DWG_TILE, wp, OUT, KP, col0, kb + (kt + 2) * DTC_BK);
+    asm volatile("cp.async.commit_group;");
+    if (kt + 1 < tiles) dwg_store_x(dsm + n1 * DWG_STAGE, now);
+    if (kt + 2 < tiles) dwg_load_x<VEC>(next, x, B, IN, row0, kb + (kt + 2) * DTC_BK);
+    asm volatile("cp.async.wait_group 1;"); /* this thread's w copies of slice kt + 1 */
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    __syncthreads();
+}
+
+/* tf32 on wgmma: dense_tc_kernel's arguments, grid and split of k. Slices in pairs, so that the two register sets of
+ * x (the next slice's, to store, and the one after, loading) have fixed names. */
+template <int VEC>
+__global__ void __launch_bounds__(DTC_THREADS, 2)
+    dense_wg_kernel(float *__restrict__ y, const float *__restrict__ x, const unsigned char *__restrict__ wp,
+                    const float *__restrict__ b, int B, int IN, int OUT) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    extern __shared__ __align__(16) unsigned char wsm[];
+    unsigned char *dsm = wsm + ((1024 - ((uint32_t)__cvta_generic_to_shared(wsm) & 1023)) & 1023);
+    const uint32_t sm0 = (uint32_t)__cvta_generic_to_shared(dsm);
+    const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+    const int row0 = (int)blockIdx.y * DTC_BM, col0 = (int)blockIdx.x * DTC_BN, KP = DTC_KP(IN);
+    const int all = KP / DTC_BK, S = (int)gridDim.z, z = (int)blockIdx.z;
+    const int first = (int)((long)all * z / S), tiles = (int)((long)all * (z + 1) / S) - first; /* this block's */
+    const int kb = first * DTC_BK;                                                              /* its first k */
+    float acc[2][16][4];
+#pragma unroll
+    for (int h = 0; h < 2; h++)
+#pragma unroll
+        for (int j = 0; j < 16; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[h][j][e] = 0.0f;
+    float xa[4][8], xb[4][8];
+    /* w of slices 0 and 1 in flight, a commit group each (empty past the last); x of slice 0 stored, slice 1's
+     * loading into xb. */
+    if (tiles > 0) {
+        dwg_load_w(dsm + DWG_TILE, wp, OUT, KP, col0, kb);
+        asm volatile("cp.async.commit_group;");
+        if (tiles > 1) dwg_load_w(dsm + DWG_STAGE + DWG_TILE, wp, OUT, KP, col0, kb + DTC_BK);
+        asm volatile("cp.async.commit_group;");
+        dwg_load_x<VEC>(xa, x, B, IN, row0, kb);
+        dwg_store_x(dsm, xa);
+        if (tiles > 1) dwg_load_x<VEC>(xb, x, B, IN, row0, kb + DTC_BK);
+        asm volatile("cp.async.wait_group 1;");
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        __syncthreads();
+    }
+    int cur = 0; /* stage of slice kt */
+    for (int kt = 0; kt < tiles; kt += 2) {
+        dwg_slice<VEC>(acc, xb, xa, dsm, sm0, x, wp, B, IN, OUT, KP, row0, col0, kb, kt, tiles, cur);
+        cur = cur == DTC_STAGES - 1 ? 0 : cur + 1;
+        if (kt + 1 < tiles)
+            dwg_slice<VEC>(acc, xa, xb, dsm, sm0, x, wp, B, IN, OUT, KP, row0, col0, kb, kt + 1, tiles, cur);
+        cur = cur == DTC_STAGES - 1 ? 0 : cur + 1;
+    }
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    dwg_hold(acc);
+    if (S == 1) {
+        dtc_store_y<2, 16, 64>(y, b, acc, B, OUT, row0 + 16 * warp, col0, g, t);
+        return;
+    }
+    asm volatile("cp.async.wait_group 0;" ::: "memory"); /* (groups past the last slice are empty) */
+    __syncthreads(); /* every warpgroup's MMAs are done with the stages the sums go into */
+    dtc_reduce_store<2, 16, 64>(y, b, acc, reinterpret_cast<float *>(dsm), B, OUT, row0, col0, 16 * warp, 0, g, t);
+#else
+    __trap(); /* the launcher runs it only where this file was built for sm_90a and the device is sm_90 */
+#endif
 }
 
 /* ---------------------------------------------------------------- 3xtf32 */
@@ -535,12 +750,12 @@ __global__ void __launch_bounds__(DTC_SPLIT_THREADS, 1)
         dtc_split_slice(acc, xs + wm * DTC_SPLIT_LD, xs + (DTC_BM + wn) * DTC_SPLIT_LD, g, t);
     }
     if (S == 1) {
-        dtc_store_y<4>(y, b, acc, B, OUT, row0 + wm, col0 + wn, g, t);
+        dtc_store_y<4, 4, 16>(y, b, acc, B, OUT, row0 + wm, col0 + wn, g, t);
         return;
     }
     asm volatile("cp.async.wait_group 0;" ::: "memory"); /* (groups past the last slice are empty) */
     __syncthreads();                                     /* every warp is done with the stages */
-    dtc_reduce_store(y, b, acc, fsm, B, OUT, row0, col0, wm, wn, g, t);
+    dtc_reduce_store<4, 4, 16>(y, b, acc, fsm, B, OUT, row0, col0, wm, wn, g, t);
 }
 
 /* ---------------------------------------------------------------- launchers */
@@ -566,6 +781,10 @@ static int dtc_launch(void (*fn)(P...), dim3 grid, int threads, size_t smem, int
     }
     CUDA_LAUNCHED();
     return NC_OK;
+}
+
+static dtc_kernel_fn dwg_pick(int vec) {
+    return vec == 4 ? dense_wg_kernel<4> : dense_wg_kernel<1>;
 }
 
 template <int P> static dtc_kernel_fn dtc_pick(int vec) {
@@ -635,6 +854,28 @@ static int dtc_auto_ksplits(int precision, int IN, int *S, nc_error *err) {
     return NC_OK;
 }
 
+/* *ok: 1 where tf32 runs on wgmma here: this file built for sm_90a (NC_DENSE_SM90A, CMakeLists.txt) and the device
+ * sm_90 (the machine code of sm_90a runs on no other). */
+static int dwg_available(int *ok, nc_error *err) {
+    *ok = 0;
+#if defined(NC_DENSE_SM90A)
+    int device = 0, major = 0, minor = 0;
+    CUDA_RET(cudaGetDevice(&device));
+    CUDA_RET(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    CUDA_RET(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+    *ok = major == 9 && minor == 0;
+#else
+    (void)err;
+#endif
+    return NC_OK;
+}
+
+extern "C" int nc_cuda_dense_tc_has_wgmma(int precision, nc_error *err) {
+    int ok = 0;
+    const int rc = dwg_available(&ok, err);
+    return rc ? -rc : ok && precision == NC_PRECISION_TF32;
+}
+
 extern "C" int nc_cuda_dense_tc_ksplits(int precision, int IN, nc_error *err) {
     int S = 1;
     const int rc = dtc_auto_ksplits(precision, IN, &S, err);
@@ -649,8 +890,22 @@ extern "C" int nc_cuda_dense_tc_forward_prepared(int precision, float *y, const 
 
 extern "C" int nc_cuda_dense_tc_forward_ksplit(int precision, float *y, const float *x, const void *wp, const float *b,
                                                int B, int IN, int OUT, int splits, cudaStream_t stream, nc_error *err) {
+    return nc_cuda_dense_tc_forward_kernel(precision, y, x, wp, b, B, IN, OUT, splits, NC_DENSE_TC_AUTO, stream, err);
+}
+
+extern "C" int nc_cuda_dense_tc_forward_kernel(int precision, float *y, const float *x, const void *wp, const float *b,
+                                               int B, int IN, int OUT, int splits, int kernel, cudaStream_t stream,
+                                               nc_error *err) {
     int rc = dtc_check_precision(precision, err);
     if (rc) return rc;
+    int wg = 0; /* tf32 on wgmma */
+    if (kernel != NC_DENSE_TC_AUTO && kernel != NC_DENSE_TC_MMA && kernel != NC_DENSE_TC_WGMMA)
+        return nc_fail(err, NC_ERR_ARG, "dense: tensor-core kernel %d: expected 0 (auto), 1 (mma.sync) or 2 (wgmma)",
+                       kernel);
+    if (kernel != NC_DENSE_TC_MMA && precision == NC_PRECISION_TF32 && (rc = dwg_available(&wg, err))) return rc;
+    if (kernel == NC_DENSE_TC_WGMMA && !wg)
+        return nc_fail(err, NC_ERR_ARG, "dense: %s on wgmma needs tf32, a build for sm_90a and an sm_90 device",
+                       nc_precision_name(precision));
     int S = splits;
     if (S == 0) { /* the layer's own split, which already heeds the precision and the device */
         if ((rc = dtc_auto_ksplits(precision, IN, &S, err))) return rc;
@@ -690,7 +945,8 @@ extern "C" int nc_cuda_dense_tc_forward_ksplit(int precision, float *y, const fl
     const int vec = ((uintptr_t)x | ((uintptr_t)IN * sizeof(float))) % 16 == 0 ? 4 : 1;
     dtc_kernel_fn fn = NULL;
     size_t smem = 0;
-    switch (precision) {
+    switch (wg ? -1 : precision) {
+    case -1: fn = dwg_pick(vec), smem = DWG_SMEM; break;
     case NC_PRECISION_TF32: fn = dtc_pick<NC_PRECISION_TF32>(vec), smem = DTC_SMEM(NC_PRECISION_TF32); break;
     case NC_PRECISION_FP16: fn = dtc_pick<NC_PRECISION_FP16>(vec), smem = DTC_SMEM(NC_PRECISION_FP16); break;
     default: fn = dtc_pick<NC_PRECISION_BF16>(vec), smem = DTC_SMEM(NC_PRECISION_BF16); break;

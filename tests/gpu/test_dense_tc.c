@@ -15,7 +15,8 @@
  * quietly running as another fails. A row of y must not depend on B (the chunk loop's pieces rely on it): the
  * first rows of a run on fewer images are compared bit for bit. k split among 1, 2, 4 and 8 blocks a tile (every
  * tensor-core precision; sm_90's clusters): each against the reference and bit for bit the same on fewer images, the
- * layer's own split the plain forward's bits, splits with blocks that have no slice, and bad splits refused.
+ * layer's own split the plain forward's bits, splits with blocks that have no slice, and bad splits refused; tf32 on
+ * mma.sync and on wgmma (sm_90a) alike, and wgmma refused where it cannot run.
  *
  * Pieces: nc_gpu_run on a chunk of >= 2 * NC_GPU_PIECE_MIN images calls the forward once a piece (logged here; the
  * first piece the smallest), and its predictions and logits are bit for bit those of chunks small enough to run whole;
@@ -151,17 +152,21 @@ static void dense_shape(int B, int IN, int OUT, int with_bias, int sx, int sw) {
 
 /* ---------------------------------------------------------------- k split among a cluster's blocks */
 
-/* y (B, OUT) at `precision` on prepared weights wp with k split among S blocks a tile; NaN-poisoned first. */
-static float *run_ksplit(int precision, const float *dx, const void *wp, const float *db, int B, int IN, int OUT,
-                         int S) {
+static const char *const kernel_names[] = {"auto", "mma.sync", "wgmma"};
+
+/* y (B, OUT) at `precision` on prepared weights wp with k split among S blocks a tile, on the tensor-core kernel
+ * asked for (NC_DENSE_TC_*); NaN-poisoned first. */
+static float *run_ksplit(int precision, const float *dx, const void *wp, const float *db, int B, int IN, int OUT, int S,
+                         int kernel) {
     float *dy;
     const size_t ny = (size_t)B * OUT;
     CU(cudaMalloc((void **)&dy, ny * sizeof(float)));
     CU(cudaMemset(dy, 0xFF, ny * sizeof(float)));
     nc_error err = {0};
     char what[64];
-    snprintf(what, sizeof what, "dense_tc_forward_ksplit S %d", S);
-    check_rc(nc_cuda_dense_tc_forward_ksplit(precision, dy, dx, wp, db, B, IN, OUT, S, stream, &err), &err, what);
+    snprintf(what, sizeof what, "dense_tc_forward_kernel S %d %s", S, kernel_names[kernel]);
+    check_rc(nc_cuda_dense_tc_forward_kernel(precision, dy, dx, wp, db, B, IN, OUT, S, kernel, stream, &err), &err,
+             what);
     float *y = host_from(dy, ny);
     CU(cudaFree(dy));
     return y;
@@ -169,7 +174,8 @@ static float *run_ksplit(int precision, const float *dx, const void *wp, const f
 
 /* Every split of k (1, 2, 4, 8) at every tensor-core precision against the reference, each a row's bits whatever B is,
  * and the layer's own split the plain forward's bits. Where the device has clusters (sm_90 and up); else a split above
- * 1 must be refused. */
+ * 1 must be refused. tf32 on each of its kernels: mma.sync, and wgmma where the build and device run it (the plain
+ * forward then runs wgmma). */
 static void dense_ksplit_shape(int B, int IN, int OUT, int with_bias, int major) {
     const size_t nx = (size_t)B * IN, nw = (size_t)OUT * IN, ny = (size_t)B * OUT;
     dense_case dc = dense_case_make(B, IN, OUT, with_bias);
@@ -185,31 +191,38 @@ static void dense_ksplit_shape(int B, int IN, int OUT, int with_bias, int major)
         const int own = nc_cuda_dense_tc_ksplits(pr, IN, &err);
         CHECK(own == 1 || (major >= 9 && (own == 2 || own == 4 || own == 8)));
         float *plain = run_dense(pr, dx, dw, with_bias ? db : NULL, B, IN, OUT);
-        for (int ks = 1; ks <= 8; ks *= 2) {
-            char what[160];
-            snprintf(what, sizeof what, "dense %s B%d IN%d OUT%d%s, k split %d", names[pr], B, IN, OUT,
-                     with_bias ? " bias" : "", ks);
-            if (major < 9 && ks > 1) { /* no clusters: refused, not computed */
-                float *dy;
-                CU(cudaMalloc((void **)&dy, ny * sizeof(float)));
-                const int rc = nc_cuda_dense_tc_forward_ksplit(pr, dy, dx, wp, db, B, IN, OUT, ks, stream, &err);
-                CHECK(rc == NC_ERR_ARG && strstr(err.msg, "sm_90") != NULL);
-                CU(cudaFree(dy));
-                continue;
+        const int wg = nc_cuda_dense_tc_has_wgmma(pr, &err);
+        CHECK(wg == 0 || wg == 1);
+        const int kernels = pr == NC_PRECISION_TF32 ? 1 + wg : 1, own_kernel = wg ? NC_DENSE_TC_WGMMA : NC_DENSE_TC_MMA;
+        for (int kk = 0; kk < kernels; kk++)
+            for (int ks = 1; ks <= 8; ks *= 2) {
+                const int kernel = pr == NC_PRECISION_TF32 ? NC_DENSE_TC_MMA + kk : NC_DENSE_TC_AUTO;
+                char what[160];
+                snprintf(what, sizeof what, "dense %s B%d IN%d OUT%d%s, k split %d, %s", names[pr], B, IN, OUT,
+                         with_bias ? " bias" : "", ks, kernel_names[kernel]);
+                if (major < 9 && ks > 1) { /* no clusters: refused, not computed */
+                    float *dy;
+                    CU(cudaMalloc((void **)&dy, ny * sizeof(float)));
+                    const int rc =
+                        nc_cuda_dense_tc_forward_kernel(pr, dy, dx, wp, db, B, IN, OUT, ks, kernel, stream, &err);
+                    CHECK(rc == NC_ERR_ARG && strstr(err.msg, "sm_90") != NULL);
+                    CU(cudaFree(dy));
+                    continue;
+                }
+                float *y = run_ksplit(pr, dx, wp, with_bias ? db : NULL, B, IN, OUT, ks, kernel);
+                compare(what, pr, y, ref, S, ny);
+                float *y2 = run_ksplit(pr, dx, wp, with_bias ? db : NULL, few, IN, OUT, ks, kernel);
+                const int same = memcmp(y, y2, (size_t)few * OUT * sizeof(float)) == 0;
+                if (!same) fprintf(stderr, "%s: the first %d rows differ when run as B = %d\n", what, few, few);
+                CHECK(same);
+                if (ks == own &&
+                    (kernel == NC_DENSE_TC_AUTO || kernel == own_kernel)) { /* what the plain forward runs */
+                    const int as_plain = memcmp(y, plain, ny * sizeof(float)) == 0;
+                    if (!as_plain) fprintf(stderr, "%s: not the plain forward's bits\n", what);
+                    CHECK(as_plain);
+                }
+                free(y), free(y2);
             }
-            float *y = run_ksplit(pr, dx, wp, with_bias ? db : NULL, B, IN, OUT, ks);
-            compare(what, pr, y, ref, S, ny);
-            float *y2 = run_ksplit(pr, dx, wp, with_bias ? db : NULL, few, IN, OUT, ks);
-            const int same = memcmp(y, y2, (size_t)few * OUT * sizeof(float)) == 0;
-            if (!same) fprintf(stderr, "%s: the first %d rows differ when run as B = %d\n", what, few, few);
-            CHECK(same);
-            if (ks == own) { /* the layer's own split is what the plain forward runs */
-                const int as_plain = memcmp(y, plain, ny * sizeof(float)) == 0;
-                if (!as_plain) fprintf(stderr, "%s: not the plain forward's bits\n", what);
-                CHECK(as_plain);
-            }
-            free(y), free(y2);
-        }
         free(plain);
         CU(cudaFree(wp));
     }
@@ -243,6 +256,33 @@ static void test_ksplit_choice(int major) {
         if (rc != NC_ERR_ARG)
             fprintf(stderr, "k split %d at %s: rc %d, expected NC_ERR_ARG\n", bad[i][1], names[bad[i][0]], rc);
         CHECK(rc == NC_ERR_ARG && strstr(err.msg, "k split") != NULL);
+    }
+}
+
+/* The kernels the launcher takes and refuses: wgmma is tf32's only, and only where nc_cuda_dense_tc_has_wgmma says
+ * so (an sm_90a build on an sm_90 device: on the H100 it must, where the GPU suite runs); no kernel 3. */
+static void test_kernel_choice(int major, int minor) {
+    nc_error err = {0};
+    const int wg = nc_cuda_dense_tc_has_wgmma(NC_PRECISION_TF32, &err);
+    printf("tf32 on wgmma: %s\n", wg == 1 ? "yes" : "no");
+    CHECK(wg == 0 || wg == 1);
+    CHECK(wg == 0 || (major == 9 && minor == 0));
+    const char *want = getenv("NC_TEST_WANT_WGMMA"); /* tools/gpu_suite.sh on the H100: the build must have it */
+    if (want && *want == '1') CHECK(wg == 1);
+    CHECK(nc_cuda_dense_tc_has_wgmma(NC_PRECISION_FP16, &err) == 0);
+    CHECK(nc_cuda_dense_tc_has_wgmma(NC_PRECISION_3XTF32, &err) == 0);
+    const int bad[][2] = {{NC_PRECISION_FP16, NC_DENSE_TC_WGMMA},
+                          {NC_PRECISION_BF16, NC_DENSE_TC_WGMMA},
+                          {NC_PRECISION_3XTF32, NC_DENSE_TC_WGMMA},
+                          {NC_PRECISION_TF32, 3},
+                          {NC_PRECISION_TF32, wg ? -1 : NC_DENSE_TC_WGMMA}};
+    for (int i = 0; i < 5; i++) {
+        err.msg[0] = 0;
+        const int rc =
+            nc_cuda_dense_tc_forward_kernel(bad[i][0], NULL, NULL, NULL, NULL, 1, 64, 8, 1, bad[i][1], stream, &err);
+        if (rc != NC_ERR_ARG)
+            fprintf(stderr, "kernel %d at %s: rc %d, expected NC_ERR_ARG\n", bad[i][1], names[bad[i][0]], rc);
+        CHECK(rc == NC_ERR_ARG && (strstr(err.msg, "wgmma") != NULL || strstr(err.msg, "kernel") != NULL));
     }
 }
 
@@ -368,10 +408,12 @@ int main(void) {
      * inputs, which still split k 1 to 8 ways, and leaves out the chunk loop's pieces. */
     const char *quick_env = getenv("NC_GPU_TEST_QUICK");
     const int quick = quick_env && *quick_env == '1';
-    int device = 0, major = 0;
+    int device = 0, major = 0, minor = 0;
     CU(cudaGetDevice(&device));
     CU(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    CU(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
     test_ksplit_choice(major);
+    test_kernel_choice(major, minor);
     dense_ksplit_shape(129, 2000, 140, 1, major); /* 63 slices: its own split 2, and 8 blocks of 7 or 8 */
     dense_ksplit_shape(129, 100, 140, 0, major);  /* 4 slices: split 8 leaves blocks with none */
     if (quick) {
