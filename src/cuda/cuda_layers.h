@@ -108,15 +108,16 @@ int nc_cuda_dense_tc_forward_prepared(int precision, float *y, const float *x, c
  * measurements: other splits give other (equally rounded) sums. */
 int nc_cuda_dense_tc_forward_ksplit(int precision, float *y, const float *x, const void *wp, const float *b, int B,
                                     int IN, int OUT, int splits, cudaStream_t stream, nc_error *err);
-/* The tensor-core kernel nc_cuda_dense_tc_forward_kernel runs: AUTO, wgmma for tf32 where
- * nc_cuda_dense_tc_has_wgmma says so, else mma.sync; MMA, mma.sync (dense_tc_kernel); WGMMA, wgmma (tf32 only). */
+/* The tensor-core kernel nc_cuda_dense_tc_forward_kernel runs: AUTO, wgmma where nc_cuda_dense_tc_has_wgmma says so,
+ * else mma.sync; MMA, mma.sync (dense_tc_kernel); WGMMA, wgmma (dense_wg_kernel: tf32, fp16, bf16). 3xtf32 has one
+ * kernel of its own. */
 enum { NC_DENSE_TC_AUTO = 0, NC_DENSE_TC_MMA = 1, NC_DENSE_TC_WGMMA = 2 };
 /* nc_cuda_dense_tc_forward_ksplit on the kernel asked for (NC_DENSE_TC_*): for tests and measurements. WGMMA where it
  * cannot run, or for another precision, is NC_ERR_ARG. The two kernels round the same products in other orders. */
 int nc_cuda_dense_tc_forward_kernel(int precision, float *y, const float *x, const void *wp, const float *b, int B,
                                     int IN, int OUT, int splits, int kernel, cudaStream_t stream, nc_error *err);
-/* 1 where precision is tf32 and this build and device run it on wgmma (dense_tc.cu built for sm_90a, an sm_90
- * device), 0 where not, or minus an error code. */
+/* 1 where precision is tf32, fp16 or bf16 and this build and device run it on wgmma (dense_tc.cu built for sm_90a, an
+ * sm_90 device), 0 where not, or minus an error code. */
 int nc_cuda_dense_tc_has_wgmma(int precision, nc_error *err);
 /* The blocks k is split among for a layer of IN inputs on this device (1 for fp32 and before sm_90), or minus
  * an error code. Never a function of B: a row's sums are the same whatever B is. */

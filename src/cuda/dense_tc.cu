@@ -1,13 +1,14 @@
 /*
- * Dense layers on the tensor cores: y = x w^T + b as a GEMM on mma.sync, and tf32 on wgmma where this file is built
- * for sm_90a and the device is sm_90 (dense_wg_kernel, below), for the cuda backend's reduced-precision options (the
+ * Dense layers on the tensor cores: y = x w^T + b as a GEMM on mma.sync, or on wgmma where this file is built for
+ * sm_90a and the device is sm_90 (dense_wg_kernel, below), for the cuda backend's reduced-precision options (the
  * default, exact fp32, is layers.cu's SIMT SGEMM).
  *
  *   tf32    m16n8k8 (wgmma: m64n128k8), both operands rounded to TF32 (10-bit mantissa): reduced precision.
  *   3xtf32  each operand split into a TF32 high part and the TF32 rounding of its remainder, three MMAs
  *           (lo x hi + hi x lo + hi x hi; lo x lo is below fp32's rounding): near-exact, not bitwise fp32.
- *   fp16    m16n8k16, operands rounded to fp16 (10-bit mantissa, |v| <= 65504: larger is inf), fp32 sums.
- *   bf16    m16n8k16, operands rounded to bf16 (7-bit mantissa, fp32's range), fp32 sums.
+ *   fp16    m16n8k16 (wgmma: m64n128k16), operands rounded to fp16 (10-bit mantissa, |v| <= 65504: larger is inf),
+ *           fp32 sums.
+ *   bf16    m16n8k16 (wgmma: m64n128k16), operands rounded to bf16 (7-bit mantissa, fp32's range), fp32 sums.
  *           nanoconv eval --model M --backend cuda --precision tf32 (3xtf32, fp16, bf16)
  * Per product the operand rounding costs at most 2u |x w| (u = 2^-11 for tf32 and fp16, 2^-8 for bf16), so
  * |y - exact| <= ~2u sum_k |x_k w_k| plus fp32's summation; tests/gpu/test_dense_tc.c checks these bounds.
@@ -336,6 +337,15 @@ __device__ __forceinline__ void dtc_reduce_store(float *__restrict__ y, const fl
 #endif
 }
 
+/* The k slices of 32 this block sums: grid z splits the T = DTC_KP(IN) / 32 among S blocks, block z taking
+ * slices z T / S .. (z + 1) T / S - 1. Returns their count; *kb is the first one's k. */
+__device__ __forceinline__ int dtc_block_slices(int IN, int *kb) {
+    const int all = DTC_KP(IN) / DTC_BK, S = (int)gridDim.z, z = (int)blockIdx.z;
+    const int first = (int)((long)all * z / S);
+    *kb = first * DTC_BK;
+    return (int)((long)all * (z + 1) / S) - first;
+}
+
 /* tf32, fp16, bf16. y is (B, OUT), x is (B, IN), wp is (OUT, DTC_KP(IN)) prepared at P, b is (OUT) or NULL.
  * Dynamic shared memory: DTC_STAGES stages of (x tile (128, 32), w tile (128, 32)) in P's format. Slice kt reads
  * stage kt % 3; meanwhile this thread's x of slice kt + 1 goes through registers into stage kt + 1 (part h loaded
@@ -352,10 +362,9 @@ __global__ void __launch_bounds__(DTC_THREADS, 2)
     extern __shared__ __align__(16) unsigned char dsm[];
     const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     const int wm = (warp >> 1) * 64, wn = (warp & 1) * 64; /* the warp's 64 x 64 within the block tile */
-    const int row0 = (int)blockIdx.y * DTC_BM, col0 = (int)blockIdx.x * DTC_BN, KP = DTC_KP(IN);
-    const int all = KP / DTC_BK, S = (int)gridDim.z, z = (int)blockIdx.z;
-    const int first = (int)((long)all * z / S), tiles = (int)((long)all * (z + 1) / S) - first; /* this block's */
-    const int kb = first * DTC_BK;                                                              /* its first k */
+    const int row0 = (int)blockIdx.y * DTC_BM, col0 = (int)blockIdx.x * DTC_BN, KP = DTC_KP(IN), S = (int)gridDim.z;
+    int kb;                                      /* the first k of this block's slices */
+    const int tiles = dtc_block_slices(IN, &kb); /* and how many */
     float acc[4][8][4];
 #pragma unroll
     for (int i = 0; i < 4; i++)
@@ -424,65 +433,90 @@ __global__ void dense_tc_prepare_kernel(void *__restrict__ wp, const float *__re
     }
 }
 
-/* ---------------------------------------------------------------- tf32 on wgmma (sm_90a) */
+/* ---------------------------------------------------------------- wgmma (sm_90a) */
 
 /*
- * tf32 on the H100's warpgroup MMA (wgmma.mma_async, sm_90a), where this file is built for it (NC_DENSE_SM90A: the
- * build compiles it for sm_90a in place of sm_90) and the device is sm_90. The block is one warpgroup (128 threads)
- * on the same 128 x 128 tile as dense_tc_kernel, with the same split of k among a cluster's blocks, stages and loads;
- * what differs is who reads shared memory. mma.sync has every warp load its fragments into registers (a 64 x 64 warp
- * tile: 16 loads a k step, and 240-250 registers, so two warps a scheduler); wgmma reads both operands from shared
- * memory itself, asynchronously, through descriptors, so that the warps only stage the next slice meanwhile.
+ * tf32, fp16 and bf16 on the H100's warpgroup MMA (wgmma.mma_async, sm_90a), where this file is built for it
+ * (NC_DENSE_SM90A: the build compiles it for sm_90a in place of sm_90) and the device is sm_90. The block is one
+ * warpgroup (128 threads) on the same 128 x 128 tile as dense_tc_kernel, with the same split of k among a cluster's
+ * blocks, stages and loads; what differs is who reads shared memory. mma.sync has every warp load its fragments into
+ * registers (a 64 x 64 warp tile: 16 loads a k step, and 240-250 registers, so two warps a scheduler); wgmma reads both
+ * operands from shared memory itself, asynchronously, through descriptors, so that the warps only stage the next slice
+ * meanwhile.
  *  - A stage holds x's 128 rows, then w's 128, each row a slice's 32 tf32 (128 bytes) under the 128-byte swizzle
- *    (16-byte chunk c of row r at chunk c ^ (r mod 8); the stages 1024-byte aligned): the layout a K-major wgmma
- *    operand's descriptor names (rows of 8 a core matrix group, groups 1024 bytes apart).
- *  - A slice is 4 k steps of 8, each two m64n128k8 (the block's rows 0-63 and 64-127) on 64 accumulators a thread.
- *  - x goes through registers as in dense_tc_kernel (rounded to tf32 to nearest there), loaded two slices ahead;
+ *    (16-byte chunk c of row r at chunk c ^ (r mod 8)), or 32 fp16/bf16 (64 bytes) under the 64-byte swizzle (chunk
+ *    c ^ (r / 2 mod 4)); the stages 1024-byte aligned: the layouts a K-major wgmma operand's descriptor names (8 rows
+ *    a core matrix group, groups 8 rows apart).
+ *  - A slice is 4 k steps of 8 (fp16/bf16: 2 of 16), each two m64n128 MMAs (the block's rows 0-63 and 64-127) on 64
+ *    accumulators a thread.
+ *  - x goes through registers as in dense_tc_kernel (rounded to P to nearest there), loaded two slices ahead;
  *    w by cp.async. Both are generic-proxy writes, so each thread fences them to the async proxy before the
  *    barrier that hands the stage to the MMAs. A slice's MMAs are issued before the previous slice's are waited
  *    for (wgmma.wait_group 1), so that the tensor cores always have the next slice queued.
- * The k order: a slice's k steps in turn, each 8 consecutive k (dense_tc_kernel permutes k inside a slice), and
+ * The k order: a slice's k steps in turn, each 8 (16) consecutive k (dense_tc_kernel permutes k inside a slice), and
  * the same slices a block, so the sums differ in rounding from dense_tc_kernel's and are as independent of B.
  * H100, 2026-11-26, bench/ab/dense_one on the 2017 dense layer at its split of 4: 0.385 ms on the network's piece
  * of 8720 images against mma.sync's 0.571, 0.083 against 0.120 on the piece of 1280 (docs/PERFORMANCE-LOG.md). What
  * holds it then is x's loads (x is read as fp32 by the 4 blocks of its rows; w by the 69 of its columns: 2 GB from
  * L2 at 8720 images), not the tensor cores (busy 41% of the cycles).
  */
-#define DWG_ROW 128                                      /* bytes a staged row: 32 tf32 */
-#define DWG_TILE (DTC_BM * DWG_ROW)                      /* 16 KB: the x tile, then the w tile (DTC_BN rows) */
-#define DWG_STAGE (2 * DWG_TILE)                         /* 32 KB */
-#define DWG_SMEM ((size_t)DTC_STAGES * DWG_STAGE + 1024) /* 97 KB: 1 KB more to align the stages */
+#define DWG_ROW(P) (DTC_BK * DTC_ES(P))                        /* bytes a staged row: 128, 64 */
+#define DWG_TILE(P) (DTC_BM * DWG_ROW(P))                      /* the x tile, then the w tile */
+#define DWG_STAGE(P) (2 * DWG_TILE(P))                         /* tf32 32 KB, fp16/bf16 16 KB */
+#define DWG_SMEM(P) ((size_t)DTC_STAGES * DWG_STAGE(P) + 1024) /* 1 KB more to align the stages */
+#define DWG_K(P) ((P) == NC_PRECISION_TF32 ? 8 : 16)           /* k of one MMA: 32 bytes a row */
 
-/* The byte offset of 16-byte chunk c of row r in a staged tile, under the 128-byte swizzle. */
-__device__ __forceinline__ int dwg_at(int r, int c) {
-    return r * DWG_ROW + ((c ^ (r & 7)) << 4);
+/* The byte offset of 16-byte chunk c of row r in a staged tile: tf32's 128-byte rows under the 128-byte swizzle
+ * (chunk c ^ (r mod 8)), fp16/bf16's 64-byte rows under the 64-byte swizzle (chunk c ^ (r / 2 mod 4)). */
+template <int P> __device__ __forceinline__ int dwg_at(int r, int c) {
+    if constexpr (P == NC_PRECISION_TF32)
+        return r * DWG_ROW(P) + ((c ^ (r & 7)) << 4);
+    else
+        return r * DWG_ROW(P) + ((c ^ ((r >> 1) & 3)) << 4);
 }
 
-/* A K-major operand at shared address a (the first row of 8-row groups 1024 bytes apart, rows 128 bytes, the
- * 128-byte swizzle): start address, leading byte offset (unused with this swizzle: 1), stride byte offset, layout. */
-__device__ __forceinline__ uint64_t dwg_desc(uint32_t a) {
-    return (uint64_t)((a & 0x3FFFF) >> 4) | (uint64_t)1 << 16 | (uint64_t)(1024 >> 4) << 32 | (uint64_t)1 << 62;
+/* A K-major operand at shared address a (the first row of 8-row groups 8 rows apart, rows DWG_ROW(P) bytes, the
+ * swizzle of that width): start address, leading byte offset (unused with these swizzles: 1), stride byte offset,
+ * and the layout (1: 128-byte swizzle, 2: 64-byte). */
+template <int P> __device__ __forceinline__ uint64_t dwg_desc(uint32_t a) {
+    return (uint64_t)((a & 0x3FFFF) >> 4) | (uint64_t)1 << 16 | (uint64_t)(8 * DWG_ROW(P) >> 4) << 32 |
+           (uint64_t)(P == NC_PRECISION_TF32 ? 1 : 2) << 62;
 }
 
-/* d += a b on one m64n128k8 tile, tf32 from shared memory, fp32 accumulators: thread (warp w, lane 4g + t) holds
- * d[4j + e] at row 16w + g + 8 (e >> 1), column 8j + 2t + (e & 1). */
-__device__ __forceinline__ void dwg_mma(float (&d)[64], uint64_t da, uint64_t db) {
+/* wgmma's 64 accumulators: the register list of the instruction, and the asm operands d[0] .. d[63]. */
+#define DWG_D_REGS                                                                                                     \
+    "{"                                                                                                                \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                           \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                                 \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                                 \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"                                   \
+    "}"
+#define DWG_D_OPS(d)                                                                                                   \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),        \
+        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),         \
+        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),        \
+        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]),        \
+        "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]),        \
+        "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),        \
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),        \
+        "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+/* One wgmma (instr) on the accumulators d and the descriptors da, db, with tail's immediates after them. */
+#define DWG_MMA(instr, tail)                                                                                           \
+    asm volatile(instr " " DWG_D_REGS ", %64, %65, " tail ";" : DWG_D_OPS(d) : "l"(da), "l"(db))
+
+/* d += a b on one m64n128 tile (k 8 of tf32, 16 of fp16 or bf16) from shared memory, both K-major, fp32
+ * accumulators: thread (warp w, lane 4g + t) holds d[4j + e] at row 16w + g + 8 (e >> 1), column 8j + 2t + (e & 1).
+ * The immediates: D += A B (scale-d 1), A and B not negated (1, 1), and for fp16/bf16 neither transposed (0, 0). */
+template <int P> __device__ __forceinline__ void dwg_mma(float (&d)[64], uint64_t da, uint64_t db) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile("wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {"
-                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, 1, 1, 1;"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]),
-                   "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
-                   "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),
-                   "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]),
-                   "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]),
-                   "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]),
-                   "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-                 : "l"(da), "l"(db));
+    if constexpr (P == NC_PRECISION_TF32)
+        DWG_MMA("wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32", "1, 1, 1");
+    else if constexpr (P == NC_PRECISION_FP16)
+        DWG_MMA("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16", "1, 1, 1, 0, 0");
+    else
+        DWG_MMA("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", "1, 1, 1, 0, 0");
+#else
+    (void)d, (void)da, (void)db;
 #endif
 }
 
@@ -520,29 +554,37 @@ __device__ __forceinline__ void dwg_load_x(float (&xr)[4][8], const float *__res
     }
 }
 
-/* dwg_load_x's registers, rounded to tf32, into a stage's x tile: chunks 2u and 2u + 1 of each of the thread's rows
- * (a quarter warp's 8 stores take 8 distinct chunks of 128 bytes). */
-__device__ __forceinline__ void dwg_store_x(unsigned char *xs, const float (&xr)[4][8]) {
+/* dwg_load_x's registers, rounded to P, into a stage's x tile: tf32 chunks 2u and 2u + 1 of each of the thread's
+ * rows, fp16/bf16 chunk u (a quarter warp's stores take 8 distinct chunks of 128 bytes). */
+template <int P> __device__ __forceinline__ void dwg_store_x(unsigned char *xs, const float (&xr)[4][8]) {
     const int tid = (int)threadIdx.x, u = tid & 3;
 #pragma unroll
     for (int m = 0; m < 4; m++) {
         const int r = (tid >> 2) + 32 * m;
+        if constexpr (P == NC_PRECISION_TF32) {
 #pragma unroll
-        for (int q = 0; q < 2; q++)
-            dtc_sts4(xs + dwg_at(r, 2 * u + q), dtc_tf32(xr[m][4 * q]), dtc_tf32(xr[m][4 * q + 1]),
-                     dtc_tf32(xr[m][4 * q + 2]), dtc_tf32(xr[m][4 * q + 3]));
+            for (int q = 0; q < 2; q++)
+                dtc_sts4(xs + dwg_at<P>(r, 2 * u + q), dtc_tf32(xr[m][4 * q]), dtc_tf32(xr[m][4 * q + 1]),
+                         dtc_tf32(xr[m][4 * q + 2]), dtc_tf32(xr[m][4 * q + 3]));
+        } else {
+            dtc_sts4(xs + dwg_at<P>(r, u), dtc_pack<P>(xr[m][0], xr[m][1]), dtc_pack<P>(xr[m][2], xr[m][3]),
+                     dtc_pack<P>(xr[m][4], xr[m][5]), dtc_pack<P>(xr[m][6], xr[m][7]));
+        }
     }
 }
 
 /* Prepared w's slice k0 .. k0+31 of rows c0 .. c0+127 into a stage's w tile, 16 bytes a cp.async; rows past OUT
  * copy 0 bytes and zero-fill. */
+template <int P>
 __device__ __forceinline__ void dwg_load_w(unsigned char *ws, const unsigned char *wp, int OUT, int KP, int c0,
                                            int k0) {
+    constexpr int PER_ROW = DWG_ROW(P) / 16; /* 16-byte chunks a row: 8, 4 */
 #pragma unroll
-    for (int i = 0; i < DTC_BN * 8 / DTC_THREADS; i++) {
-        const int idx = (int)threadIdx.x + DTC_THREADS * i, r = idx >> 3, c = idx & 7, ok = c0 + r < OUT;
-        const unsigned char *src = ok ? wp + ((size_t)(c0 + r) * KP + k0) * 4 + 16 * c : wp;
-        nc_cp_async16(ws + dwg_at(r, c), src, ok ? 16 : 0);
+    for (int i = 0; i < DTC_BN * PER_ROW / DTC_THREADS; i++) {
+        const unsigned idx = threadIdx.x + DTC_THREADS * i; /* unsigned: / and % by a power of 2 are shifts */
+        const int r = (int)(idx / PER_ROW), c = (int)(idx % PER_ROW), ok = c0 + r < OUT;
+        const unsigned char *src = ok ? wp + ((size_t)(c0 + r) * KP + k0) * DTC_ES(P) + 16 * c : wp;
+        nc_cp_async16(ws + dwg_at<P>(r, c), src, ok ? 16 : 0);
     }
 }
 
@@ -551,36 +593,36 @@ __device__ __forceinline__ void dwg_load_w(unsigned char *ws, const unsigned cha
  * slice ago, rounded and stored; x of slice kt + 2 loaded into `next` (its latency behind a whole slice's MMAs). One
  * __syncthreads at the end: every thread has stored its x of slice kt + 1, waited for its w copies of it and fenced
  * both to the async proxy, so that the next slice's MMAs may read the stage. */
-template <int VEC>
+template <int P, int VEC>
 __device__ __forceinline__ void dwg_slice(float (&acc)[2][16][4], float (&now)[4][8], float (&next)[4][8],
                                           unsigned char *dsm, uint32_t sm0, const float *__restrict__ x,
                                           const unsigned char *__restrict__ wp, int B, int IN, int OUT, int KP,
                                           int row0, int col0, int kb, int kt, int tiles, int cur) {
     const int n1 = cur == DTC_STAGES - 1 ? 0 : cur + 1, n2 = n1 == DTC_STAGES - 1 ? 0 : n1 + 1;
-    const uint32_t xa = sm0 + cur * DWG_STAGE, wa = xa + DWG_TILE;
+    const uint32_t xa = sm0 + cur * DWG_STAGE(P), wa = xa + DWG_TILE(P);
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
     dwg_hold(acc);
 #pragma unroll
-    for (int ks = 0; ks < DTC_BK / 8; ks++)
+    for (int ks = 0; ks < DTC_BK / DWG_K(P); ks++)
 #pragma unroll
         for (int h = 0; h < 2; h++)
-            dwg_mma(reinterpret_cast<float(&)[64]>(acc[h]), dwg_desc(xa + h * 64 * DWG_ROW + 32 * ks),
-                    dwg_desc(wa + 32 * ks));
+            dwg_mma<P>(reinterpret_cast<float(&)[64]>(acc[h]), dwg_desc<P>(xa + h * 64 * DWG_ROW(P) + 32 * ks),
+                       dwg_desc<P>(wa + 32 * ks));
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
     asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); /* slice kt - 1's: stage n2 is free */
     dwg_hold(acc);
-    if (kt + 2 < tiles) dwg_load_w(dsm + n2 * DWG_STAGE + DWG_TILE, wp, OUT, KP, col0, kb + (kt + 2) * DTC_BK);
+    if (kt + 2 < tiles) dwg_load_w<P>(dsm + n2 * DWG_STAGE(P) + DWG_TILE(P), wp, OUT, KP, col0, kb + (kt + 2) * DTC_BK);
     asm volatile("cp.async.commit_group;");
-    if (kt + 1 < tiles) dwg_store_x(dsm + n1 * DWG_STAGE, now);
+    if (kt + 1 < tiles) dwg_store_x<P>(dsm + n1 * DWG_STAGE(P), now);
     if (kt + 2 < tiles) dwg_load_x<VEC>(next, x, B, IN, row0, kb + (kt + 2) * DTC_BK);
     asm volatile("cp.async.wait_group 1;"); /* this thread's w copies of slice kt + 1 */
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     __syncthreads();
 }
 
-/* tf32 on wgmma: dense_tc_kernel's arguments, grid and split of k. Slices in pairs, so that the two register sets of
- * x (the next slice's, to store, and the one after, loading) have fixed names. */
-template <int VEC>
+/* wgmma at precision P (tf32, fp16, bf16): dense_tc_kernel's arguments, grid and split of k. Slices in pairs, so that
+ * the two register sets of x (the next slice's, to store, and the one after, loading) have fixed names. */
+template <int P, int VEC>
 __global__ void __launch_bounds__(DTC_THREADS, 2)
     dense_wg_kernel(float *__restrict__ y, const float *__restrict__ x, const unsigned char *__restrict__ wp,
                     const float *__restrict__ b, int B, int IN, int OUT) {
@@ -589,10 +631,9 @@ __global__ void __launch_bounds__(DTC_THREADS, 2)
     unsigned char *dsm = wsm + ((1024 - ((uint32_t)__cvta_generic_to_shared(wsm) & 1023)) & 1023);
     const uint32_t sm0 = (uint32_t)__cvta_generic_to_shared(dsm);
     const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-    const int row0 = (int)blockIdx.y * DTC_BM, col0 = (int)blockIdx.x * DTC_BN, KP = DTC_KP(IN);
-    const int all = KP / DTC_BK, S = (int)gridDim.z, z = (int)blockIdx.z;
-    const int first = (int)((long)all * z / S), tiles = (int)((long)all * (z + 1) / S) - first; /* this block's */
-    const int kb = first * DTC_BK;                                                              /* its first k */
+    const int row0 = (int)blockIdx.y * DTC_BM, col0 = (int)blockIdx.x * DTC_BN, KP = DTC_KP(IN), S = (int)gridDim.z;
+    int kb;                                      /* the first k of this block's slices */
+    const int tiles = dtc_block_slices(IN, &kb); /* and how many */
     float acc[2][16][4];
 #pragma unroll
     for (int h = 0; h < 2; h++)
@@ -604,12 +645,12 @@ __global__ void __launch_bounds__(DTC_THREADS, 2)
     /* w of slices 0 and 1 in flight, a commit group each (empty past the last); x of slice 0 stored, slice 1's
      * loading into xb. */
     if (tiles > 0) {
-        dwg_load_w(dsm + DWG_TILE, wp, OUT, KP, col0, kb);
+        dwg_load_w<P>(dsm + DWG_TILE(P), wp, OUT, KP, col0, kb);
         asm volatile("cp.async.commit_group;");
-        if (tiles > 1) dwg_load_w(dsm + DWG_STAGE + DWG_TILE, wp, OUT, KP, col0, kb + DTC_BK);
+        if (tiles > 1) dwg_load_w<P>(dsm + DWG_STAGE(P) + DWG_TILE(P), wp, OUT, KP, col0, kb + DTC_BK);
         asm volatile("cp.async.commit_group;");
         dwg_load_x<VEC>(xa, x, B, IN, row0, kb);
-        dwg_store_x(dsm, xa);
+        dwg_store_x<P>(dsm, xa);
         if (tiles > 1) dwg_load_x<VEC>(xb, x, B, IN, row0, kb + DTC_BK);
         asm volatile("cp.async.wait_group 1;");
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
@@ -617,10 +658,10 @@ __global__ void __launch_bounds__(DTC_THREADS, 2)
     }
     int cur = 0; /* stage of slice kt */
     for (int kt = 0; kt < tiles; kt += 2) {
-        dwg_slice<VEC>(acc, xb, xa, dsm, sm0, x, wp, B, IN, OUT, KP, row0, col0, kb, kt, tiles, cur);
+        dwg_slice<P, VEC>(acc, xb, xa, dsm, sm0, x, wp, B, IN, OUT, KP, row0, col0, kb, kt, tiles, cur);
         cur = cur == DTC_STAGES - 1 ? 0 : cur + 1;
         if (kt + 1 < tiles)
-            dwg_slice<VEC>(acc, xa, xb, dsm, sm0, x, wp, B, IN, OUT, KP, row0, col0, kb, kt + 1, tiles, cur);
+            dwg_slice<P, VEC>(acc, xa, xb, dsm, sm0, x, wp, B, IN, OUT, KP, row0, col0, kb, kt + 1, tiles, cur);
         cur = cur == DTC_STAGES - 1 ? 0 : cur + 1;
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
@@ -783,8 +824,8 @@ static int dtc_launch(void (*fn)(P...), dim3 grid, int threads, size_t smem, int
     return NC_OK;
 }
 
-static dtc_kernel_fn dwg_pick(int vec) {
-    return vec == 4 ? dense_wg_kernel<4> : dense_wg_kernel<1>;
+template <int P> static dtc_kernel_fn dwg_pick(int vec) {
+    return vec == 4 ? dense_wg_kernel<P, 4> : dense_wg_kernel<P, 1>;
 }
 
 template <int P> static dtc_kernel_fn dtc_pick(int vec) {
@@ -854,8 +895,8 @@ static int dtc_auto_ksplits(int precision, int IN, int *S, nc_error *err) {
     return NC_OK;
 }
 
-/* *ok: 1 where tf32 runs on wgmma here: this file built for sm_90a (NC_DENSE_SM90A, CMakeLists.txt) and the device
- * sm_90 (the machine code of sm_90a runs on no other). */
+/* *ok: 1 where tf32, fp16 and bf16 run on wgmma here: this file built for sm_90a (NC_DENSE_SM90A, CMakeLists.txt)
+ * and the device sm_90 (the machine code of sm_90a runs on no other). */
 static int dwg_available(int *ok, nc_error *err) {
     *ok = 0;
 #if defined(NC_DENSE_SM90A)
@@ -873,7 +914,7 @@ static int dwg_available(int *ok, nc_error *err) {
 extern "C" int nc_cuda_dense_tc_has_wgmma(int precision, nc_error *err) {
     int ok = 0;
     const int rc = dwg_available(&ok, err);
-    return rc ? -rc : ok && precision == NC_PRECISION_TF32;
+    return rc ? -rc : ok && dtc_converts(precision);
 }
 
 extern "C" int nc_cuda_dense_tc_ksplits(int precision, int IN, nc_error *err) {
@@ -898,13 +939,14 @@ extern "C" int nc_cuda_dense_tc_forward_kernel(int precision, float *y, const fl
                                                nc_error *err) {
     int rc = dtc_check_precision(precision, err);
     if (rc) return rc;
-    int wg = 0; /* tf32 on wgmma */
+    int wg = 0; /* on wgmma */
     if (kernel != NC_DENSE_TC_AUTO && kernel != NC_DENSE_TC_MMA && kernel != NC_DENSE_TC_WGMMA)
         return nc_fail(err, NC_ERR_ARG, "dense: tensor-core kernel %d: expected 0 (auto), 1 (mma.sync) or 2 (wgmma)",
                        kernel);
-    if (kernel != NC_DENSE_TC_MMA && precision == NC_PRECISION_TF32 && (rc = dwg_available(&wg, err))) return rc;
+    if (kernel != NC_DENSE_TC_MMA && dtc_converts(precision) && (rc = dwg_available(&wg, err))) return rc;
     if (kernel == NC_DENSE_TC_WGMMA && !wg)
-        return nc_fail(err, NC_ERR_ARG, "dense: %s on wgmma needs tf32, a build for sm_90a and an sm_90 device",
+        return nc_fail(err, NC_ERR_ARG,
+                       "dense: %s on wgmma needs tf32, fp16 or bf16, a build for sm_90a and an sm_90 device",
                        nc_precision_name(precision));
     int S = splits;
     if (S == 0) { /* the layer's own split, which already heeds the precision and the device */
@@ -945,14 +987,21 @@ extern "C" int nc_cuda_dense_tc_forward_kernel(int precision, float *y, const fl
     const int vec = ((uintptr_t)x | ((uintptr_t)IN * sizeof(float))) % 16 == 0 ? 4 : 1;
     dtc_kernel_fn fn = NULL;
     size_t smem = 0;
-    switch (wg ? -1 : precision) {
-    case -1: fn = dwg_pick(vec), smem = DWG_SMEM; break;
+    switch (precision + (wg ? NC_PRECISION_COUNT : 0)) {
     case NC_PRECISION_TF32: fn = dtc_pick<NC_PRECISION_TF32>(vec), smem = DTC_SMEM(NC_PRECISION_TF32); break;
     case NC_PRECISION_FP16: fn = dtc_pick<NC_PRECISION_FP16>(vec), smem = DTC_SMEM(NC_PRECISION_FP16); break;
-    default: fn = dtc_pick<NC_PRECISION_BF16>(vec), smem = DTC_SMEM(NC_PRECISION_BF16); break;
+    case NC_PRECISION_BF16: fn = dtc_pick<NC_PRECISION_BF16>(vec), smem = DTC_SMEM(NC_PRECISION_BF16); break;
+    case NC_PRECISION_COUNT + NC_PRECISION_TF32:
+        fn = dwg_pick<NC_PRECISION_TF32>(vec), smem = DWG_SMEM(NC_PRECISION_TF32);
+        break;
+    case NC_PRECISION_COUNT + NC_PRECISION_FP16:
+        fn = dwg_pick<NC_PRECISION_FP16>(vec), smem = DWG_SMEM(NC_PRECISION_FP16);
+        break;
+    default: fn = dwg_pick<NC_PRECISION_BF16>(vec), smem = DWG_SMEM(NC_PRECISION_BF16);
     }
-    /* A split k's sums take 69.6 KB once the stages are done with. */
-    if (S > 1 && smem < DTC_RED_SMEM) smem = DTC_RED_SMEM;
+    /* A split k's sums take 69.6 KB once the stages are done with (wgmma: from the stages' 1024-byte aligned start). */
+    const size_t red = DTC_RED_SMEM + (wg ? 1024 : 0);
+    if (S > 1 && smem < red) smem = red;
     /* tf32's 107.5 KB a block, and the largest shared-memory carveout, so that two blocks fit an SM. */
     CUDA_RET(cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     CUDA_RET(cudaFuncSetAttribute((const void *)fn, cudaFuncAttributePreferredSharedMemoryCarveout,

@@ -15,8 +15,8 @@
  * quietly running as another fails. A row of y must not depend on B (the chunk loop's pieces rely on it): the
  * first rows of a run on fewer images are compared bit for bit. k split among 1, 2, 4 and 8 blocks a tile (every
  * tensor-core precision; sm_90's clusters): each against the reference and bit for bit the same on fewer images, the
- * layer's own split the plain forward's bits, splits with blocks that have no slice, and bad splits refused; tf32 on
- * mma.sync and on wgmma (sm_90a) alike, and wgmma refused where it cannot run.
+ * layer's own split the plain forward's bits, splits with blocks that have no slice, and bad splits refused; tf32,
+ * fp16 and bf16 on mma.sync and on wgmma (sm_90a) alike, and wgmma refused where it cannot run.
  *
  * Pieces: nc_gpu_run on a chunk of >= 2 * NC_GPU_PIECE_MIN images calls the forward once a piece (logged here; the
  * first piece the smallest), and its predictions and logits are bit for bit those of chunks small enough to run whole;
@@ -174,8 +174,8 @@ static float *run_ksplit(int precision, const float *dx, const void *wp, const f
 
 /* Every split of k (1, 2, 4, 8) at every tensor-core precision against the reference, each a row's bits whatever B is,
  * and the layer's own split the plain forward's bits. Where the device has clusters (sm_90 and up); else a split above
- * 1 must be refused. tf32 on each of its kernels: mma.sync, and wgmma where the build and device run it (the plain
- * forward then runs wgmma). */
+ * 1 must be refused. tf32, fp16 and bf16 on each of their kernels: mma.sync, and wgmma where the build and device run
+ * it (the plain forward then runs wgmma). */
 static void dense_ksplit_shape(int B, int IN, int OUT, int with_bias, int major) {
     const size_t nx = (size_t)B * IN, nw = (size_t)OUT * IN, ny = (size_t)B * OUT;
     dense_case dc = dense_case_make(B, IN, OUT, with_bias);
@@ -193,10 +193,11 @@ static void dense_ksplit_shape(int B, int IN, int OUT, int with_bias, int major)
         float *plain = run_dense(pr, dx, dw, with_bias ? db : NULL, B, IN, OUT);
         const int wg = nc_cuda_dense_tc_has_wgmma(pr, &err);
         CHECK(wg == 0 || wg == 1);
-        const int kernels = pr == NC_PRECISION_TF32 ? 1 + wg : 1, own_kernel = wg ? NC_DENSE_TC_WGMMA : NC_DENSE_TC_MMA;
+        const int two = pr != NC_PRECISION_3XTF32; /* 3xtf32 has a kernel of its own */
+        const int kernels = two ? 1 + wg : 1, own_kernel = wg ? NC_DENSE_TC_WGMMA : NC_DENSE_TC_MMA;
         for (int kk = 0; kk < kernels; kk++)
             for (int ks = 1; ks <= 8; ks *= 2) {
-                const int kernel = pr == NC_PRECISION_TF32 ? NC_DENSE_TC_MMA + kk : NC_DENSE_TC_AUTO;
+                const int kernel = two ? NC_DENSE_TC_MMA + kk : NC_DENSE_TC_AUTO;
                 char what[160];
                 snprintf(what, sizeof what, "dense %s B%d IN%d OUT%d%s, k split %d, %s", names[pr], B, IN, OUT,
                          with_bias ? " bias" : "", ks, kernel_names[kernel]);
@@ -259,23 +260,26 @@ static void test_ksplit_choice(int major) {
     }
 }
 
-/* The kernels the launcher takes and refuses: wgmma is tf32's only, and only where nc_cuda_dense_tc_has_wgmma says
- * so (an sm_90a build on an sm_90 device: on the H100 it must, where the GPU suite runs); no kernel 3. */
+/* The kernels the launcher takes and refuses: wgmma for tf32, fp16 and bf16 only, and only where
+ * nc_cuda_dense_tc_has_wgmma says so (an sm_90a build on an sm_90 device: on the H100 it must, where the GPU suite
+ * runs); no kernel 3 or -1. */
 static void test_kernel_choice(int major, int minor) {
     nc_error err = {0};
     const int wg = nc_cuda_dense_tc_has_wgmma(NC_PRECISION_TF32, &err);
-    printf("tf32 on wgmma: %s\n", wg == 1 ? "yes" : "no");
+    printf("tf32, fp16 and bf16 on wgmma: %s\n", wg == 1 ? "yes" : "no");
     CHECK(wg == 0 || wg == 1);
     CHECK(wg == 0 || (major == 9 && minor == 0));
     const char *want = getenv("NC_TEST_WANT_WGMMA"); /* tools/gpu_suite.sh on the H100: the build must have it */
     if (want && *want == '1') CHECK(wg == 1);
-    CHECK(nc_cuda_dense_tc_has_wgmma(NC_PRECISION_FP16, &err) == 0);
+    CHECK(nc_cuda_dense_tc_has_wgmma(NC_PRECISION_FP16, &err) == wg);
+    CHECK(nc_cuda_dense_tc_has_wgmma(NC_PRECISION_BF16, &err) == wg);
     CHECK(nc_cuda_dense_tc_has_wgmma(NC_PRECISION_3XTF32, &err) == 0);
-    const int bad[][2] = {{NC_PRECISION_FP16, NC_DENSE_TC_WGMMA},
-                          {NC_PRECISION_BF16, NC_DENSE_TC_WGMMA},
+    CHECK(nc_cuda_dense_tc_has_wgmma(NC_PRECISION_FP32, &err) == 0);
+    const int bad[][2] = {{NC_PRECISION_FP32, NC_DENSE_TC_WGMMA},
                           {NC_PRECISION_3XTF32, NC_DENSE_TC_WGMMA},
                           {NC_PRECISION_TF32, 3},
-                          {NC_PRECISION_TF32, wg ? -1 : NC_DENSE_TC_WGMMA}};
+                          {NC_PRECISION_BF16, -1},
+                          {NC_PRECISION_FP16, wg ? 7 : NC_DENSE_TC_WGMMA}};
     for (int i = 0; i < 5; i++) {
         err.msg[0] = 0;
         const int rc =
