@@ -32,7 +32,7 @@ run() { # name command...   (each step at most STEP_TIMEOUT seconds, 300 by defa
     printf '%-28s exit %d  %4d s  %s\n' "$1" $rc $((SECONDS - t0)) "$(grep -E 'passed|SUMMARY|SKIP' "$SL/$1.log" | tail -1)" |
         tee -a "$LOG"
 }
-# On an sm_90 GPU the default build runs tf32's dense layers on wgmma (dense_tc.cu built for sm_90a):
+# On an sm_90 GPU the default build runs the reduced precisions' dense layers on wgmma (dense_tc.cu built for sm_90a):
 # test_dense_tc must find it there, not quietly test mma.sync twice.
 [ "$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1)" = "9.0" ] &&
     export NC_TEST_WANT_WGMMA=1
@@ -60,8 +60,8 @@ if command -v compute-sanitizer >/dev/null; then
         for tool in memcheck racecheck synccheck; do
             q=0
             [ $tool = racecheck ] && q=1
-            NC_GPU_TEST_QUICK=$q run $tool-dense compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 1 \
-                $BIN/test_dense_tc
+            NC_GPU_TEST_QUICK=$q run $tool-dense compute-sanitizer --tool $tool --report-api-errors no \
+                --error-exitcode 1 $BIN/test_dense_tc
         done
     fi
     # The convolution's: the zoo's first layers (the fixed-shape kernels' staged outputs and bulk copies), and the

@@ -188,19 +188,21 @@ __device__ __forceinline__ void dtc_read(float (&acc)[4][8][4], const unsigned c
 }
 
 /* Part h (of PARTS) of x's slice k0 .. k0+31 of block rows r0 .. r0+127 into registers: thread tid takes floats
- * 8u + 8h / PARTS .. (u = tid % 4, 8 / PARTS of them) of both rows of the x pairs p = tid / 4 and tid / 4 + 32
- * (pair p: rows 16 (p / 8) + p % 8 and 8 more), xr[2m + e] of pair m's row e (a warp reads 8 whole 128-byte row
- * segments over the parts). Zeros past B and IN. VEC 4: x and IN are 16-byte aligned (a 4-float chunk is wholly
- * inside k or past it); VEC 1: any alignment. tf32 loads a slice in 2 parts, one before each read of dtc_read, to
- * keep 16 registers of x in flight instead of 32 (with 32, ptxas spills). */
-template <int VEC, int PARTS>
+ * 8u + 8h / PARTS .. (u = tid % 4, 8 / PARTS of them) of 4 rows (a warp reads 8 whole 128-byte row segments over
+ * the parts). PAIRS (dense_tc_kernel): both rows of the x pairs p = tid / 4 and tid / 4 + 32 (pair p: rows
+ * 16 (p / 8) + p % 8 and 8 more), xr[2m + e] of pair m's row e; else (dense_wg_kernel) rows tid / 4 + 32 m.
+ * Zeros past B and IN. VEC 4: x and IN are 16-byte aligned (a 4-float chunk is wholly inside k or past it); VEC 1:
+ * any alignment. dense_tc_kernel's tf32 loads a slice in 2 parts, one before each read of dtc_read, to keep 16
+ * registers of x in flight instead of 32 (with 32, ptxas spills). */
+template <int VEC, int PARTS, bool PAIRS>
 __device__ __forceinline__ void dtc_load_x(float (&xr)[4][8 / PARTS], const float *__restrict__ x, int B, int IN,
                                            int r0, int k0, int h) {
     constexpr int N = 8 / PARTS;
     const int tid = (int)threadIdx.x, k = k0 + 8 * (tid & 3) + N * h;
 #pragma unroll
     for (int m = 0; m < 4; m++) {
-        const int p = (tid >> 2) + 32 * (m >> 1), r = r0 + 16 * (p >> 3) + (p & 7) + 8 * (m & 1);
+        const int p = (tid >> 2) + 32 * (m >> 1);
+        const int r = PAIRS ? r0 + 16 * (p >> 3) + (p & 7) + 8 * (m & 1) : r0 + (tid >> 2) + 32 * m;
         const float *row = x + (size_t)(r < B ? r : 0) * IN;
         if constexpr (VEC == 4) {
 #pragma unroll
@@ -337,6 +339,16 @@ __device__ __forceinline__ void dtc_reduce_store(float *__restrict__ y, const fl
 #endif
 }
 
+/* acc = 0, a thread's accumulators (unrolled: every index constant, so that they stay in registers). */
+template <int NI, int NJ> __device__ __forceinline__ void dtc_zero(float (&acc)[NI][NJ][4]) {
+#pragma unroll
+    for (int i = 0; i < NI; i++)
+#pragma unroll
+        for (int j = 0; j < NJ; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
+}
+
 /* The k slices of 32 this block sums: grid z splits the T = DTC_KP(IN) / 32 among S blocks, block z taking
  * slices z T / S .. (z + 1) T / S - 1. Returns their count; *kb is the first one's k. */
 __device__ __forceinline__ int dtc_block_slices(int IN, int *kb) {
@@ -366,12 +378,7 @@ __global__ void __launch_bounds__(DTC_THREADS, 2)
     int kb;                                      /* the first k of this block's slices */
     const int tiles = dtc_block_slices(IN, &kb); /* and how many */
     float acc[4][8][4];
-#pragma unroll
-    for (int i = 0; i < 4; i++)
-#pragma unroll
-        for (int j = 0; j < 8; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
+    dtc_zero(acc);
     float xr[4][8 / READS];
     /* w of slices 0 and 1 in flight, a commit group each (empty past the last, to keep wait_group's count); x of
      * slice 0 stored. */
@@ -382,7 +389,7 @@ __global__ void __launch_bounds__(DTC_THREADS, 2)
         asm volatile("cp.async.commit_group;");
 #pragma unroll
         for (int h = 0; h < READS; h++) {
-            dtc_load_x<VEC, READS>(xr, x, B, IN, row0, kb, h);
+            dtc_load_x<VEC, READS, true>(xr, x, B, IN, row0, kb, h);
             dtc_store_x<P>(dsm, xr, h);
         }
         asm volatile("cp.async.wait_group 1;");
@@ -395,7 +402,7 @@ __global__ void __launch_bounds__(DTC_THREADS, 2)
         const unsigned char *s = dsm + cur * STAGE;
 #pragma unroll
         for (int h = 0; h < READS; h++) {
-            if (more) dtc_load_x<VEC, READS>(xr, x, B, IN, row0, kb + (kt + 1) * DTC_BK, h);
+            if (more) dtc_load_x<VEC, READS, true>(xr, x, B, IN, row0, kb + (kt + 1) * DTC_BK, h);
             if (h == 0) {
                 if (kt + 2 < tiles) dtc_load_w<P>(dsm + nw * STAGE + XT, wp, OUT, KP, col0, kb + (kt + 2) * DTC_BK);
                 asm volatile("cp.async.commit_group;");
@@ -530,32 +537,9 @@ __device__ __forceinline__ void dwg_hold(float (&acc)[2][16][4]) {
             for (int e = 0; e < 4; e++) asm volatile("" : "+f"(acc[h][j][e])::"memory");
 }
 
-/* x's slice k0 .. k0+31 of block rows r0 .. r0+127 into registers: thread tid takes floats 8u .. 8u+7 (u = tid % 4)
- * of rows tid / 4 + 32 m. Zeros past B and IN; VEC as dtc_load_x's. */
-template <int VEC>
-__device__ __forceinline__ void dwg_load_x(float (&xr)[4][8], const float *__restrict__ x, int B, int IN, int r0,
-                                           int k0) {
-    const int tid = (int)threadIdx.x, k = k0 + 8 * (tid & 3);
-#pragma unroll
-    for (int m = 0; m < 4; m++) {
-        const int r = r0 + (tid >> 2) + 32 * m;
-        const float *row = x + (size_t)(r < B ? r : 0) * IN;
-        if constexpr (VEC == 4) {
-#pragma unroll
-            for (int q = 0; q < 2; q++) {
-                float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-                if (r < B && k + 4 * q < IN) v = __ldg(reinterpret_cast<const float4 *>(row + k + 4 * q));
-                xr[m][4 * q] = v.x, xr[m][4 * q + 1] = v.y, xr[m][4 * q + 2] = v.z, xr[m][4 * q + 3] = v.w;
-            }
-        } else {
-#pragma unroll
-            for (int e = 0; e < 8; e++) xr[m][e] = r < B && k + e < IN ? __ldg(row + k + e) : 0.0f;
-        }
-    }
-}
-
-/* dwg_load_x's registers, rounded to P, into a stage's x tile: tf32 chunks 2u and 2u + 1 of each of the thread's
- * rows, fp16/bf16 chunk u (a quarter warp's stores take 8 distinct chunks of 128 bytes). */
+/* The registers of dtc_load_x<VEC, 1, false> (rows tid / 4 + 32 m), rounded to P, into a stage's x tile: tf32 chunks 2u
+ * and 2u + 1 of each of the thread's rows, fp16/bf16 chunk u (a quarter warp's stores take 8 distinct chunks of 128
+ * bytes). */
 template <int P> __device__ __forceinline__ void dwg_store_x(unsigned char *xs, const float (&xr)[4][8]) {
     const int tid = (int)threadIdx.x, u = tid & 3;
 #pragma unroll
@@ -614,7 +598,7 @@ __device__ __forceinline__ void dwg_slice(float (&acc)[2][16][4], float (&now)[4
     if (kt + 2 < tiles) dwg_load_w<P>(dsm + n2 * DWG_STAGE(P) + DWG_TILE(P), wp, OUT, KP, col0, kb + (kt + 2) * DTC_BK);
     asm volatile("cp.async.commit_group;");
     if (kt + 1 < tiles) dwg_store_x<P>(dsm + n1 * DWG_STAGE(P), now);
-    if (kt + 2 < tiles) dwg_load_x<VEC>(next, x, B, IN, row0, kb + (kt + 2) * DTC_BK);
+    if (kt + 2 < tiles) dtc_load_x<VEC, 1, false>(next, x, B, IN, row0, kb + (kt + 2) * DTC_BK, 0);
     asm volatile("cp.async.wait_group 1;"); /* this thread's w copies of slice kt + 1 */
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     __syncthreads();
@@ -635,12 +619,7 @@ __global__ void __launch_bounds__(DTC_THREADS, 2)
     int kb;                                      /* the first k of this block's slices */
     const int tiles = dtc_block_slices(IN, &kb); /* and how many */
     float acc[2][16][4];
-#pragma unroll
-    for (int h = 0; h < 2; h++)
-#pragma unroll
-        for (int j = 0; j < 16; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) acc[h][j][e] = 0.0f;
+    dtc_zero(acc);
     float xa[4][8], xb[4][8];
     /* w of slices 0 and 1 in flight, a commit group each (empty past the last); x of slice 0 stored, slice 1's
      * loading into xb. */
@@ -649,9 +628,9 @@ __global__ void __launch_bounds__(DTC_THREADS, 2)
         asm volatile("cp.async.commit_group;");
         if (tiles > 1) dwg_load_w<P>(dsm + DWG_STAGE(P) + DWG_TILE(P), wp, OUT, KP, col0, kb + DTC_BK);
         asm volatile("cp.async.commit_group;");
-        dwg_load_x<VEC>(xa, x, B, IN, row0, kb);
+        dtc_load_x<VEC, 1, false>(xa, x, B, IN, row0, kb, 0);
         dwg_store_x<P>(dsm, xa);
-        if (tiles > 1) dwg_load_x<VEC>(xb, x, B, IN, row0, kb + DTC_BK);
+        if (tiles > 1) dtc_load_x<VEC, 1, false>(xb, x, B, IN, row0, kb + DTC_BK, 0);
         asm volatile("cp.async.wait_group 1;");
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         __syncthreads();
@@ -759,17 +738,11 @@ __global__ void __launch_bounds__(DTC_SPLIT_THREADS, 1)
     extern __shared__ __align__(16) float fsm[];
     const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     const int wm = warp / 4 * 64, wn = warp % 4 * 32; /* the warp's 64 x 32 within the block tile */
-    const int row0 = (int)blockIdx.y * DTC_BM, col0 = (int)blockIdx.x * DTC_BN;
-    const int all = (IN + DTC_BK - 1) / DTC_BK, S = (int)gridDim.z, z = (int)blockIdx.z;
-    const int first = (int)((long)all * z / S), tiles = (int)((long)all * (z + 1) / S) - first; /* this block's */
-    const int kb = first * DTC_BK;                                                              /* its first k */
+    const int row0 = (int)blockIdx.y * DTC_BM, col0 = (int)blockIdx.x * DTC_BN, S = (int)gridDim.z;
+    int kb;                                      /* the first k of this block's slices */
+    const int tiles = dtc_block_slices(IN, &kb); /* and how many */
     float acc[4][4][4];
-#pragma unroll
-    for (int i = 0; i < 4; i++)
-#pragma unroll
-        for (int j = 0; j < 4; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
+    dtc_zero(acc);
     for (int s = 0; s < DTC_STAGES - 1; s++) {
         if (s < tiles) {
             dtc_split_load<VEC>(fsm + s * DTC_SPLIT_STAGE, x, B, IN, row0, kb + s * DTC_BK);
@@ -874,53 +847,48 @@ extern "C" int nc_cuda_dense_tc_prepare(int precision, void *wp, const float *w,
     return NC_OK;
 }
 
-static int dtc_major(int *major, nc_error *err) {
+/* The current device's compute capability. */
+static int dtc_cc(int *major, int *minor, nc_error *err) {
     int device = 0;
     CUDA_RET(cudaGetDevice(&device));
     CUDA_RET(cudaDeviceGetAttribute(major, cudaDevAttrComputeCapabilityMajor, device));
+    CUDA_RET(cudaDeviceGetAttribute(minor, cudaDevAttrComputeCapabilityMinor, device));
     return NC_OK;
 }
 
-/* The blocks k is split among (grid z, a cluster) for a layer of IN inputs: the most, up to DTC_MAX_KSPLITS and a
- * power of 2, that leave each at least DTC_KSPLIT_MIN slices of 32; 1 for fp32 and before sm_90. A function of
- * the layer and the device only, never of B, so that a row's sums and their order do not depend on B. */
-static int dtc_auto_ksplits(int precision, int IN, int *S, nc_error *err) {
-    *S = 1;
-    if (precision == NC_PRECISION_FP32) return NC_OK;
-    int major = 0;
-    const int rc = dtc_major(&major, err);
-    if (rc || major < 9) return rc;
+/* The blocks k is split among (grid z, a cluster) for a layer of IN inputs on a device of compute capability major:
+ * the most, up to DTC_MAX_KSPLITS and a power of 2, that leave each at least DTC_KSPLIT_MIN slices of 32; 1 for fp32
+ * and before sm_90. A function of the layer and the device only, never of B, so that a row's sums and their order do
+ * not depend on B. */
+static int dtc_auto_ksplits(int precision, int IN, int major) {
+    int S = 1;
+    if (precision == NC_PRECISION_FP32 || major < 9) return S;
     const int slices = DTC_KP(IN) / DTC_BK;
-    while (*S < DTC_MAX_KSPLITS && slices / (2 * *S) >= DTC_KSPLIT_MIN) *S *= 2;
-    return NC_OK;
+    while (S < DTC_MAX_KSPLITS && slices / (2 * S) >= DTC_KSPLIT_MIN) S *= 2;
+    return S;
 }
 
-/* *ok: 1 where tf32, fp16 and bf16 run on wgmma here: this file built for sm_90a (NC_DENSE_SM90A, CMakeLists.txt)
- * and the device sm_90 (the machine code of sm_90a runs on no other). */
-static int dwg_available(int *ok, nc_error *err) {
-    *ok = 0;
+/* 1 where tf32, fp16 and bf16 run on wgmma: this file built for sm_90a (NC_DENSE_SM90A, CMakeLists.txt) and the
+ * device sm_90 (the machine code of sm_90a runs on no other). */
+static int dwg_runs(int major, int minor) {
 #if defined(NC_DENSE_SM90A)
-    int device = 0, major = 0, minor = 0;
-    CUDA_RET(cudaGetDevice(&device));
-    CUDA_RET(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-    CUDA_RET(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-    *ok = major == 9 && minor == 0;
+    return major == 9 && minor == 0;
 #else
-    (void)err;
+    (void)major, (void)minor;
+    return 0;
 #endif
-    return NC_OK;
 }
 
 extern "C" int nc_cuda_dense_tc_has_wgmma(int precision, nc_error *err) {
-    int ok = 0;
-    const int rc = dwg_available(&ok, err);
-    return rc ? -rc : ok && dtc_converts(precision);
+    int major = 0, minor = 0;
+    const int rc = dtc_cc(&major, &minor, err);
+    return rc ? -rc : dtc_converts(precision) && dwg_runs(major, minor);
 }
 
 extern "C" int nc_cuda_dense_tc_ksplits(int precision, int IN, nc_error *err) {
-    int S = 1;
-    const int rc = dtc_auto_ksplits(precision, IN, &S, err);
-    return rc ? -rc : S;
+    int major = 0, minor = 0;
+    const int rc = precision == NC_PRECISION_FP32 ? NC_OK : dtc_cc(&major, &minor, err);
+    return rc ? -rc : dtc_auto_ksplits(precision, IN, major);
 }
 
 extern "C" int nc_cuda_dense_tc_forward_prepared(int precision, float *y, const float *x, const void *wp,
@@ -939,24 +907,23 @@ extern "C" int nc_cuda_dense_tc_forward_kernel(int precision, float *y, const fl
                                                nc_error *err) {
     int rc = dtc_check_precision(precision, err);
     if (rc) return rc;
-    int wg = 0; /* on wgmma */
     if (kernel != NC_DENSE_TC_AUTO && kernel != NC_DENSE_TC_MMA && kernel != NC_DENSE_TC_WGMMA)
         return nc_fail(err, NC_ERR_ARG, "dense: tensor-core kernel %d: expected 0 (auto), 1 (mma.sync) or 2 (wgmma)",
                        kernel);
-    if (kernel != NC_DENSE_TC_MMA && dtc_converts(precision) && (rc = dwg_available(&wg, err))) return rc;
+    int major = 0, minor = 0; /* asked once a call: the split and the kernel both depend on it */
+    if (precision != NC_PRECISION_FP32 && (rc = dtc_cc(&major, &minor, err))) return rc;
+    const int wg = kernel != NC_DENSE_TC_MMA && dtc_converts(precision) && dwg_runs(major, minor); /* on wgmma */
     if (kernel == NC_DENSE_TC_WGMMA && !wg)
         return nc_fail(err, NC_ERR_ARG,
                        "dense: %s on wgmma needs tf32, fp16 or bf16, a build for sm_90a and an sm_90 device",
                        nc_precision_name(precision));
     int S = splits;
     if (S == 0) { /* the layer's own split, which already heeds the precision and the device */
-        if ((rc = dtc_auto_ksplits(precision, IN, &S, err))) return rc;
+        S = dtc_auto_ksplits(precision, IN, major);
     } else if (S < 1 || S > DTC_MAX_KSPLITS || (S & (S - 1)) || (S > 1 && precision == NC_PRECISION_FP32)) {
         return nc_fail(err, NC_ERR_ARG, "dense: k split among %d blocks: expected 1, 2, 4 or 8 (1 for fp32)", splits);
-    } else if (S > 1) { /* asked for: clusters */
-        int major = 0;
-        if ((rc = dtc_major(&major, err))) return rc;
-        if (major < 9) return nc_fail(err, NC_ERR_ARG, "dense: k split among %d blocks needs sm_90 or later", S);
+    } else if (S > 1 && major < 9) { /* asked for: clusters */
+        return nc_fail(err, NC_ERR_ARG, "dense: k split among %d blocks needs sm_90 or later", S);
     }
     if (precision == NC_PRECISION_FP32)
         return nc_cuda_dense_forward(y, x, (const float *)wp, b, B, IN, OUT, stream, err);
