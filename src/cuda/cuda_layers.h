@@ -86,14 +86,15 @@ int nc_cuda_conv_version_reproducible(int version);
 /* nc_cuda_dense_forward on the tensor cores (dense_tc.cu) at precision NC_PRECISION_TF32, 3XTF32, FP16 or BF16
  * (operands rounded from fp32, fp32 sums; error <= ~2u sum|x w|, u = 2^-11 for tf32 and fp16, 2^-8 for bf16; fp16
  * operands beyond 65504 become inf); NC_PRECISION_FP32 runs nc_cuda_dense_forward. Any alignment of x and w; each
- * row of y is bitwise the same whatever B is. tf32, fp16 and bf16 convert w into a temporary (stream-ordered
+ * row of y is bitwise the same whatever B is. tf32, 3xtf32, fp16 and bf16 convert w into a temporary (stream-ordered
  * cudaMallocAsync) on every call: the same as nc_cuda_dense_tc_prepare then nc_cuda_dense_tc_forward_prepared,
  * bit for bit. */
 int nc_cuda_dense_tc_forward(int precision, float *y, const float *x, const float *w, const float *b, int B, int IN,
                              int OUT, cudaStream_t stream, nc_error *err);
 
 /* Bytes of a dense layer's weights prepared for `precision`: (OUT, IN rounded up to 32) tf32 bit patterns (4
- * bytes), fp16 or bf16 (2) for TF32, FP16 and BF16; (OUT, IN) fp32, a plain copy, for FP32 and 3XTF32. */
+ * bytes), fp16 or bf16 (2) for TF32, FP16 and BF16; two such of tf32 for 3XTF32 (w's high parts, then the tf32
+ * rounding of what they leave); (OUT, IN) fp32, a plain copy, for FP32. */
 size_t nc_cuda_dense_tc_prepared_size(int precision, int IN, int OUT);
 /* Converts w (OUT, IN) fp32 into wp, nc_cuda_dense_tc_prepared_size bytes, 16-byte aligned (cudaMalloc's are):
  * once at model load, so that each forward skips the conversion. */
@@ -109,15 +110,14 @@ int nc_cuda_dense_tc_forward_prepared(int precision, float *y, const float *x, c
 int nc_cuda_dense_tc_forward_ksplit(int precision, float *y, const float *x, const void *wp, const float *b, int B,
                                     int IN, int OUT, int splits, cudaStream_t stream, nc_error *err);
 /* The tensor-core kernel nc_cuda_dense_tc_forward_kernel runs: AUTO, wgmma where nc_cuda_dense_tc_has_wgmma says so,
- * else mma.sync; MMA, mma.sync (dense_tc_kernel); WGMMA, wgmma (dense_wg_kernel: tf32, fp16, bf16). 3xtf32 has one
- * kernel of its own. */
+ * else mma.sync; MMA, mma.sync (dense_tc_kernel; 3xtf32's dtc_split_kernel); WGMMA, wgmma (dense_wg_kernel). */
 enum { NC_DENSE_TC_AUTO = 0, NC_DENSE_TC_MMA = 1, NC_DENSE_TC_WGMMA = 2 };
 /* nc_cuda_dense_tc_forward_ksplit on the kernel asked for (NC_DENSE_TC_*): for tests and measurements. WGMMA where it
  * cannot run, or for another precision, is NC_ERR_ARG. The two kernels round the same products in other orders. */
 int nc_cuda_dense_tc_forward_kernel(int precision, float *y, const float *x, const void *wp, const float *b, int B,
                                     int IN, int OUT, int splits, int kernel, cudaStream_t stream, nc_error *err);
-/* 1 where precision is tf32, fp16 or bf16 and this build and device run it on wgmma (dense_tc.cu built for sm_90a, an
- * sm_90 device), 0 where not, or minus an error code. */
+/* 1 where precision is tf32, 3xtf32, fp16 or bf16 and this build and device run it on wgmma (dense_tc.cu built for
+ * sm_90a, an sm_90 device), 0 where not, or minus an error code. */
 int nc_cuda_dense_tc_has_wgmma(int precision, nc_error *err);
 /* The blocks k is split among for a layer of IN inputs on this device (1 for fp32 and before sm_90), or minus
  * an error code. Never a function of B: a row's sums are the same whatever B is. */

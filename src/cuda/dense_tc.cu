@@ -1,6 +1,6 @@
 /*
  * Dense layers on the tensor cores: y = x w^T + b as a GEMM on mma.sync, or on wgmma where this file is built for
- * sm_90a and the device is sm_90 (dense_wg_kernel, below), for the cuda backend's reduced-precision options (the
+ * sm_90a and the device is sm_90 (dense_wg_kernel, below), for the cuda backend's tensor-core precisions (the
  * default, exact fp32, is layers.cu's SIMT SGEMM).
  *
  *   tf32    m16n8k8 (wgmma: m64n128k8), both operands rounded to TF32 (10-bit mantissa): reduced precision.
@@ -47,9 +47,10 @@
  *  - Every precision sums each output's products in the same k order whatever B is, and S depends on IN and the
  *    device only, so a row of y is the same bit for bit whether it is computed in a batch of 10 or 10000 (the pieces
  *    of gpu_plan.cu rely on it).
- * 3xtf32 does 3 MMAs for each fragment read and needs both parts of each operand; it keeps the previous design
- * (fp32 staged by cp.async, split as the fragments are read, 64 x 32 warp tiles, 2 x 4 warps; dtc_split_kernel),
- * with k split among a cluster's blocks as the others'.
+ * 3xtf32 does 3 MMAs for each fragment read and needs both parts of each operand; on mma.sync it keeps the previous
+ * design (x fp32 staged by cp.async and split as the fragments are read, 64 x 32 warp tiles, 2 x 4 warps;
+ * dtc_split_kernel), with k split among a cluster's blocks as the others'. Its weights are prepared as two tf32
+ * matrices, the high parts and the low ones, so that neither kernel splits w.
  * x loads are 16 bytes where x and IN allow it, else 4; rows past B and k past IN are zeros.
  */
 #include <cooperative_groups.h>
@@ -78,6 +79,10 @@
  * network's large piece of 8720 rows; docs/PERFORMANCE-LOG.md). */
 #define DTC_MAX_KSPLITS 8
 #define DTC_KSPLIT_MIN 30
+/* 3xtf32 at most 2: its kernels fit one block an SM, and a cluster of 4 then leaves idle the SMs of a GPC past a
+ * multiple of 4 (H100, 2026-11-26, dense_one on the 2017 layer: split in 2, 0.83 ms on the piece of 8720 on wgmma
+ * against 0.86 split in 4, 1.27 against 1.30 on mma.sync; 0.171 against 0.183 on the piece of 1280). */
+#define DTC_MAX_KSPLITS_3X 2
 #define DTC_RED_LD (DTC_BN + 8)                                    /* floats a row of a block's sums, split k */
 #define DTC_RED_SMEM ((size_t)DTC_BM * DTC_RED_LD * sizeof(float)) /* 69.6 KB */
 
@@ -86,6 +91,15 @@ __device__ __forceinline__ uint32_t dtc_tf32(float v) {
     uint32_t r;
     asm("cvt.rn.tf32.f32 %0, %1;" : "=r"(r) : "f"(v));
     return r;
+}
+
+/* Both TF32 parts of 4 values: hi[c] rounds v, lo[c] rounds what hi leaves. */
+__device__ __forceinline__ void dtc_split4(uint32_t (&hi)[4], uint32_t (&lo)[4], const uint32_t (&v)[4]) {
+#pragma unroll
+    for (int c = 0; c < 4; c++) {
+        hi[c] = dtc_tf32(__uint_as_float(v[c]));
+        lo[c] = dtc_tf32(__uint_as_float(v[c]) - __uint_as_float(hi[c]));
+    }
 }
 
 /* Two values as one f16x2 / bf16x2 register, lo in the low half (the lower k index, as the fragments want). */
@@ -422,8 +436,8 @@ __global__ void __launch_bounds__(DTC_THREADS, 2)
     dtc_reduce_store<4, 8, 16>(y, b, acc, reinterpret_cast<float *>(dsm), B, OUT, row0, col0, wm, wn, g, t);
 }
 
-/* Weights in P's format, rows zero-padded to KP: wp is (OUT, KP) of tf32 bit patterns, fp16 or bf16; w is
- * (OUT, IN) fp32. */
+/* Weights in P's format, rows zero-padded to KP: wp is (OUT, KP) of tf32 bit patterns, fp16 or bf16, or for 3xtf32
+ * two of tf32, w's high parts then its low parts; w is (OUT, IN) fp32. */
 template <int P>
 __global__ void dense_tc_prepare_kernel(void *__restrict__ wp, const float *__restrict__ w, int IN, int KP, int OUT) {
     const size_t n = (size_t)OUT * KP;
@@ -431,19 +445,24 @@ __global__ void dense_tc_prepare_kernel(void *__restrict__ wp, const float *__re
         const size_t o = i / KP;
         const int k = (int)(i - o * KP);
         const float v = k < IN ? w[o * IN + k] : 0.0f;
-        if constexpr (P == NC_PRECISION_TF32)
+        if constexpr (P == NC_PRECISION_TF32) {
             ((uint32_t *)wp)[i] = dtc_tf32(v);
-        else if constexpr (P == NC_PRECISION_FP16)
+        } else if constexpr (P == NC_PRECISION_3XTF32) { /* the high parts, then the low parts (dtc_split4) */
+            const uint32_t hi = dtc_tf32(v);
+            ((uint32_t *)wp)[i] = hi;
+            ((uint32_t *)wp)[n + i] = dtc_tf32(v - __uint_as_float(hi));
+        } else if constexpr (P == NC_PRECISION_FP16) {
             ((__half *)wp)[i] = __float2half_rn(v);
-        else
+        } else {
             ((__nv_bfloat16 *)wp)[i] = __float2bfloat16_rn(v);
+        }
     }
 }
 
 /* ---------------------------------------------------------------- wgmma (sm_90a) */
 
 /*
- * tf32, fp16 and bf16 on the H100's warpgroup MMA (wgmma.mma_async, sm_90a), where this file is built for it
+ * tf32, 3xtf32, fp16 and bf16 on the H100's warpgroup MMA (wgmma.mma_async, sm_90a), where this file is built for it
  * (NC_DENSE_SM90A: the build compiles it for sm_90a in place of sm_90) and the device is sm_90. The block is one
  * warpgroup (128 threads) on the same 128 x 128 tile as dense_tc_kernel, with the same split of k among a cluster's
  * blocks, stages and loads; what differs is who reads shared memory. mma.sync has every warp load its fragments into
@@ -462,21 +481,28 @@ __global__ void dense_tc_prepare_kernel(void *__restrict__ wp, const float *__re
  *    for (wgmma.wait_group 1), so that the tensor cores always have the next slice queued.
  * The k order: a slice's k steps in turn, each 8 (16) consecutive k (dense_tc_kernel permutes k inside a slice), and
  * the same slices a block, so the sums differ in rounding from dense_tc_kernel's and are as independent of B.
+ * 3xtf32: a stage holds four tiles, x's high and low parts (x split as it is stored, dtc_split4), then w's (copied
+ * as prepared), 64 KB, so one block an SM; each k step is three MMAs on each half, the small terms first.
  * H100, 2026-11-26, bench/ab/dense_one on the 2017 dense layer at its split of 4: 0.385 ms on the network's piece
  * of 8720 images against mma.sync's 0.571, 0.083 against 0.120 on the piece of 1280 (docs/PERFORMANCE-LOG.md). What
  * holds it then is x's loads (x is read as fp32 by the 4 blocks of its rows; w by the 69 of its columns: 2 GB from
- * L2 at 8720 images), not the tensor cores (busy 41% of the cycles).
+ * L2 at 8720 images), not the tensor cores (busy 41% of the cycles). 3xtf32 at its split of 2: 0.83 ms on the piece
+ * of 8720 against mma.sync's 1.27; ncu: the tensor pipe busy 55%, one warp a scheduler issuing 697 instructions a
+ * slice at 3.8 cycles each (fewer, 486, by descriptors built with one add each, took longer: 0.90 ms).
  */
-#define DWG_ROW(P) (DTC_BK * DTC_ES(P))                        /* bytes a staged row: 128, 64 */
-#define DWG_TILE(P) (DTC_BM * DWG_ROW(P))                      /* the x tile, then the w tile */
-#define DWG_STAGE(P) (2 * DWG_TILE(P))                         /* tf32 32 KB, fp16/bf16 16 KB */
+#define DWG_IS32(P) ((P) == NC_PRECISION_TF32 || (P) == NC_PRECISION_3XTF32) /* operands as tf32 */
+#define DWG_SPLIT(P) ((P) == NC_PRECISION_3XTF32)              /* each operand as two tiles: high and low parts */
+#define DWG_ROW(P) (DTC_BK * (DWG_IS32(P) ? 4 : 2))            /* bytes a staged row: 128, 64 */
+#define DWG_TILE(P) (DTC_BM * DWG_ROW(P))                      /* one part of one operand: 128 rows */
+#define DWG_WAT(P) ((DWG_SPLIT(P) ? 2 : 1) * DWG_TILE(P))      /* w's tile(s) in a stage, after x's */
+#define DWG_STAGE(P) (2 * DWG_WAT(P))                          /* tf32 32 KB, fp16/bf16 16 KB, 3xtf32 64 KB */
 #define DWG_SMEM(P) ((size_t)DTC_STAGES * DWG_STAGE(P) + 1024) /* 1 KB more to align the stages */
-#define DWG_K(P) ((P) == NC_PRECISION_TF32 ? 8 : 16)           /* k of one MMA: 32 bytes a row */
+#define DWG_K(P) (DWG_IS32(P) ? 8 : 16)                        /* k of one MMA: 32 bytes a row */
 
 /* The byte offset of 16-byte chunk c of row r in a staged tile: tf32's 128-byte rows under the 128-byte swizzle
  * (chunk c ^ (r mod 8)), fp16/bf16's 64-byte rows under the 64-byte swizzle (chunk c ^ (r / 2 mod 4)). */
 template <int P> __device__ __forceinline__ int dwg_at(int r, int c) {
-    if constexpr (P == NC_PRECISION_TF32)
+    if constexpr (DWG_IS32(P))
         return r * DWG_ROW(P) + ((c ^ (r & 7)) << 4);
     else
         return r * DWG_ROW(P) + ((c ^ ((r >> 1) & 3)) << 4);
@@ -487,7 +513,7 @@ template <int P> __device__ __forceinline__ int dwg_at(int r, int c) {
  * and the layout (1: 128-byte swizzle, 2: 64-byte). */
 template <int P> __device__ __forceinline__ uint64_t dwg_desc(uint32_t a) {
     return (uint64_t)((a & 0x3FFFF) >> 4) | (uint64_t)1 << 16 | (uint64_t)(8 * DWG_ROW(P) >> 4) << 32 |
-           (uint64_t)(P == NC_PRECISION_TF32 ? 1 : 2) << 62;
+           (uint64_t)(DWG_IS32(P) ? 1 : 2) << 62;
 }
 
 /* wgmma's 64 accumulators: the register list of the instruction, and the asm operands d[0] .. d[63]. */
@@ -516,7 +542,7 @@ template <int P> __device__ __forceinline__ uint64_t dwg_desc(uint32_t a) {
  * The immediates: D += A B (scale-d 1), A and B not negated (1, 1), and for fp16/bf16 neither transposed (0, 0). */
 template <int P> __device__ __forceinline__ void dwg_mma(float (&d)[64], uint64_t da, uint64_t db) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    if constexpr (P == NC_PRECISION_TF32)
+    if constexpr (DWG_IS32(P))
         DWG_MMA("wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32", "1, 1, 1");
     else if constexpr (P == NC_PRECISION_FP16)
         DWG_MMA("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16", "1, 1, 1, 0, 0");
@@ -537,38 +563,52 @@ __device__ __forceinline__ void dwg_hold(float (&acc)[2][16][4]) {
             for (int e = 0; e < 4; e++) asm volatile("" : "+f"(acc[h][j][e])::"memory");
 }
 
-/* The registers of dtc_load_x<VEC, 1, false> (rows tid / 4 + 32 m), rounded to P, into a stage's x tile: tf32 chunks 2u
- * and 2u + 1 of each of the thread's rows, fp16/bf16 chunk u (a quarter warp's stores take 8 distinct chunks of 128
- * bytes). */
-template <int P> __device__ __forceinline__ void dwg_store_x(unsigned char *xs, const float (&xr)[4][8]) {
+/* The registers of dtc_load_x<VEC, 1, false> (rows tid / 4 + 32 m, floats 8u .. 8u + 7), rounded to P, into a stage's
+ * x tile at xs: tf32 chunks 2u and 2u + 1 of each of the thread's rows, fp16/bf16 chunk u (a quarter warp's stores
+ * take 8 distinct chunks of 128 bytes); 3xtf32 the high parts so (dtc_split4) and the low parts into the tile after. */
+template <int P> __device__ __forceinline__ void dwg_store_x(unsigned char *xs, const float (&v)[4][8]) {
     const int tid = (int)threadIdx.x, u = tid & 3;
 #pragma unroll
     for (int m = 0; m < 4; m++) {
         const int r = (tid >> 2) + 32 * m;
-        if constexpr (P == NC_PRECISION_TF32) {
+        if constexpr (DWG_SPLIT(P)) {
+#pragma unroll
+            for (int q = 0; q < 2; q++) {
+                const uint32_t f[4] = {__float_as_uint(v[m][4 * q]), __float_as_uint(v[m][4 * q + 1]),
+                                       __float_as_uint(v[m][4 * q + 2]), __float_as_uint(v[m][4 * q + 3])};
+                uint32_t hi[4], lo[4];
+                dtc_split4(hi, lo, f);
+                dtc_sts4(xs + dwg_at<P>(r, 2 * u + q), hi[0], hi[1], hi[2], hi[3]);
+                dtc_sts4(xs + DWG_TILE(P) + dwg_at<P>(r, 2 * u + q), lo[0], lo[1], lo[2], lo[3]);
+            }
+        } else if constexpr (P == NC_PRECISION_TF32) {
 #pragma unroll
             for (int q = 0; q < 2; q++)
-                dtc_sts4(xs + dwg_at<P>(r, 2 * u + q), dtc_tf32(xr[m][4 * q]), dtc_tf32(xr[m][4 * q + 1]),
-                         dtc_tf32(xr[m][4 * q + 2]), dtc_tf32(xr[m][4 * q + 3]));
+                dtc_sts4(xs + dwg_at<P>(r, 2 * u + q), dtc_tf32(v[m][4 * q]), dtc_tf32(v[m][4 * q + 1]),
+                         dtc_tf32(v[m][4 * q + 2]), dtc_tf32(v[m][4 * q + 3]));
         } else {
-            dtc_sts4(xs + dwg_at<P>(r, u), dtc_pack<P>(xr[m][0], xr[m][1]), dtc_pack<P>(xr[m][2], xr[m][3]),
-                     dtc_pack<P>(xr[m][4], xr[m][5]), dtc_pack<P>(xr[m][6], xr[m][7]));
+            dtc_sts4(xs + dwg_at<P>(r, u), dtc_pack<P>(v[m][0], v[m][1]), dtc_pack<P>(v[m][2], v[m][3]),
+                     dtc_pack<P>(v[m][4], v[m][5]), dtc_pack<P>(v[m][6], v[m][7]));
         }
     }
 }
 
 /* Prepared w's slice k0 .. k0+31 of rows c0 .. c0+127 into a stage's w tile, 16 bytes a cp.async; rows past OUT
- * copy 0 bytes and zero-fill. */
+ * copy 0 bytes and zero-fill. 3xtf32: the high parts' tile, then the low parts' (OUT rows of KP after them). */
 template <int P>
 __device__ __forceinline__ void dwg_load_w(unsigned char *ws, const unsigned char *wp, int OUT, int KP, int c0,
                                            int k0) {
     constexpr int PER_ROW = DWG_ROW(P) / 16; /* 16-byte chunks a row: 8, 4 */
 #pragma unroll
-    for (int i = 0; i < DTC_BN * PER_ROW / DTC_THREADS; i++) {
-        const unsigned idx = threadIdx.x + DTC_THREADS * i; /* unsigned: / and % by a power of 2 are shifts */
-        const int r = (int)(idx / PER_ROW), c = (int)(idx % PER_ROW), ok = c0 + r < OUT;
-        const unsigned char *src = ok ? wp + ((size_t)(c0 + r) * KP + k0) * DTC_ES(P) + 16 * c : wp;
-        nc_cp_async16(ws + dwg_at<P>(r, c), src, ok ? 16 : 0);
+    for (int part = 0; part < (DWG_SPLIT(P) ? 2 : 1); part++) {
+        const unsigned char *w = wp + (size_t)part * OUT * KP * 4;
+#pragma unroll
+        for (int i = 0; i < DTC_BN * PER_ROW / DTC_THREADS; i++) {
+            const unsigned idx = threadIdx.x + DTC_THREADS * i; /* unsigned: / and % by a power of 2 are shifts */
+            const int r = (int)(idx / PER_ROW), c = (int)(idx % PER_ROW), ok = c0 + r < OUT;
+            const unsigned char *src = ok ? w + ((size_t)(c0 + r) * KP + k0) * (DWG_IS32(P) ? 4 : 2) + 16 * c : w;
+            nc_cp_async16(ws + part * DWG_TILE(P) + dwg_at<P>(r, c), src, ok ? 16 : 0);
+        }
     }
 }
 
@@ -583,19 +623,25 @@ __device__ __forceinline__ void dwg_slice(float (&acc)[2][16][4], float (&now)[4
                                           const unsigned char *__restrict__ wp, int B, int IN, int OUT, int KP,
                                           int row0, int col0, int kb, int kt, int tiles, int cur) {
     const int n1 = cur == DTC_STAGES - 1 ? 0 : cur + 1, n2 = n1 == DTC_STAGES - 1 ? 0 : n1 + 1;
-    const uint32_t xa = sm0 + cur * DWG_STAGE(P), wa = xa + DWG_TILE(P);
+    const uint32_t xa = sm0 + cur * DWG_STAGE(P), wa = xa + DWG_WAT(P);
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
     dwg_hold(acc);
 #pragma unroll
     for (int ks = 0; ks < DTC_BK / DWG_K(P); ks++)
 #pragma unroll
-        for (int h = 0; h < 2; h++)
-            dwg_mma<P>(reinterpret_cast<float(&)[64]>(acc[h]), dwg_desc<P>(xa + h * 64 * DWG_ROW(P) + 32 * ks),
-                       dwg_desc<P>(wa + 32 * ks));
+        for (int h = 0; h < 2; h++) {
+            float(&d)[64] = reinterpret_cast<float(&)[64]>(acc[h]);
+            const uint32_t xk = xa + h * 64 * DWG_ROW(P) + 32 * ks, wk = wa + 32 * ks;
+            if constexpr (DWG_SPLIT(P)) { /* the small terms first: x lo w hi, x hi w lo */
+                dwg_mma<P>(d, dwg_desc<P>(xk + DWG_TILE(P)), dwg_desc<P>(wk));
+                dwg_mma<P>(d, dwg_desc<P>(xk), dwg_desc<P>(wk + DWG_TILE(P)));
+            }
+            dwg_mma<P>(d, dwg_desc<P>(xk), dwg_desc<P>(wk));
+        }
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
     asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); /* slice kt - 1's: stage n2 is free */
     dwg_hold(acc);
-    if (kt + 2 < tiles) dwg_load_w<P>(dsm + n2 * DWG_STAGE(P) + DWG_TILE(P), wp, OUT, KP, col0, kb + (kt + 2) * DTC_BK);
+    if (kt + 2 < tiles) dwg_load_w<P>(dsm + n2 * DWG_STAGE(P) + DWG_WAT(P), wp, OUT, KP, col0, kb + (kt + 2) * DTC_BK);
     asm volatile("cp.async.commit_group;");
     if (kt + 1 < tiles) dwg_store_x<P>(dsm + n1 * DWG_STAGE(P), now);
     if (kt + 2 < tiles) dtc_load_x<VEC, 1, false>(next, x, B, IN, row0, kb + (kt + 2) * DTC_BK, 0);
@@ -604,10 +650,11 @@ __device__ __forceinline__ void dwg_slice(float (&acc)[2][16][4], float (&now)[4
     __syncthreads();
 }
 
-/* wgmma at precision P (tf32, fp16, bf16): dense_tc_kernel's arguments, grid and split of k. Slices in pairs, so that
- * the two register sets of x (the next slice's, to store, and the one after, loading) have fixed names. */
+/* wgmma at precision P (tf32, 3xtf32, fp16, bf16): dense_tc_kernel's arguments, grid and split of k. Slices in pairs,
+ * so that the two register sets of x (the next slice's, to store, and the one after, loading) have fixed names.
+ * 3xtf32's 193 KB of shared memory leave one block an SM. */
 template <int P, int VEC>
-__global__ void __launch_bounds__(DTC_THREADS, 2)
+__global__ void __launch_bounds__(DTC_THREADS, DWG_SPLIT(P) ? 1 : 2)
     dense_wg_kernel(float *__restrict__ y, const float *__restrict__ x, const unsigned char *__restrict__ wp,
                     const float *__restrict__ b, int B, int IN, int OUT) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -624,9 +671,9 @@ __global__ void __launch_bounds__(DTC_THREADS, 2)
     /* w of slices 0 and 1 in flight, a commit group each (empty past the last); x of slice 0 stored, slice 1's
      * loading into xb. */
     if (tiles > 0) {
-        dwg_load_w<P>(dsm + DWG_TILE(P), wp, OUT, KP, col0, kb);
+        dwg_load_w<P>(dsm + DWG_WAT(P), wp, OUT, KP, col0, kb);
         asm volatile("cp.async.commit_group;");
-        if (tiles > 1) dwg_load_w<P>(dsm + DWG_STAGE(P) + DWG_TILE(P), wp, OUT, KP, col0, kb + DTC_BK);
+        if (tiles > 1) dwg_load_w<P>(dsm + DWG_STAGE(P) + DWG_WAT(P), wp, OUT, KP, col0, kb + DTC_BK);
         asm volatile("cp.async.commit_group;");
         dtc_load_x<VEC, 1, false>(xa, x, B, IN, row0, kb, 0);
         dwg_store_x<P>(dsm, xa);
@@ -660,31 +707,23 @@ __global__ void __launch_bounds__(DTC_THREADS, 2)
 /* ---------------------------------------------------------------- 3xtf32 */
 
 #define DTC_SPLIT_LD (DTC_BK + 4) /* floats a staged row: 16-byte aligned, and conflict-free float4 reads */
-#define DTC_SPLIT_STAGE ((DTC_BM + DTC_BN) * DTC_SPLIT_LD)
-#define DTC_SPLIT_SMEM ((size_t)DTC_STAGES * DTC_SPLIT_STAGE * sizeof(float)) /* 110.6 KB */
+#define DTC_SPLIT_STAGE ((DTC_BM + 2 * DTC_BN) * DTC_SPLIT_LD)                /* x, w's high parts, w's low parts */
+#define DTC_SPLIT_SMEM ((size_t)DTC_STAGES * DTC_SPLIT_STAGE * sizeof(float)) /* 165.9 KB */
 #define DTC_SPLIT_THREADS 256                                                 /* 2 x 4 warps of 64 x 32 */
 
-/* Both TF32 parts of 4 values: hi[c] rounds v, lo[c] rounds what hi leaves. */
-__device__ __forceinline__ void dtc_split4(uint32_t (&hi)[4], uint32_t (&lo)[4], const uint32_t (&v)[4]) {
-#pragma unroll
-    for (int c = 0; c < 4; c++) {
-        hi[c] = dtc_tf32(__uint_as_float(v[c]));
-        lo[c] = dtc_tf32(__uint_as_float(v[c]) - __uint_as_float(hi[c]));
-    }
-}
-
-/* One staged k slice through a warp's 64 x 32 tile, fp32 rows DTC_SPLIT_LD floats apart; fragments as dtc_read
- * maps tf32's (lane (g, t) reads floats 8t + 4h .. of its rows), split as they are read, the small terms first. */
-__device__ __forceinline__ void dtc_split_slice(float (&acc)[4][4][4], const float *xs, const float *ws, int g, int t) {
+/* One staged k slice through a warp's 64 x 32 tile, rows DTC_SPLIT_LD floats apart: x fp32, split as it is read; w's
+ * high and low parts as prepared (wh, wl). Fragments as dtc_read maps tf32's (lane (g, t) reads floats 8t + 4h .. of
+ * its rows); the small terms first. */
+__device__ __forceinline__ void dtc_split_slice(float (&acc)[4][4][4], const float *xs, const float *wh,
+                                                const float *wl, int g, int t) {
 #pragma unroll
     for (int h = 0; h < 2; h++) {
         const int c = 8 * t + 4 * h;
         uint32_t bh[4][4], bl[4][4];
 #pragma unroll
         for (int j = 0; j < 4; j++) {
-            uint32_t r[4];
-            dtc_lds4(r, ws + (8 * j + g) * DTC_SPLIT_LD + c);
-            dtc_split4(bh[j], bl[j], r);
+            dtc_lds4(bh[j], wh + (8 * j + g) * DTC_SPLIT_LD + c);
+            dtc_lds4(bl[j], wl + (8 * j + g) * DTC_SPLIT_LD + c);
         }
 #pragma unroll
         for (int i = 0; i < 4; i++) {
@@ -727,26 +766,31 @@ __device__ __forceinline__ void dtc_split_load(float *s, const float *m, int row
     }
 }
 
-/* 3xtf32 on fp32 x and w (w is (OUT, IN)). Dynamic shared memory: DTC_STAGES stages of (x tile (128, 36), w tile
- * (128, 36)). One __syncthreads a slice: after it, slice kt is in for every thread and every thread is done with
- * the stage of slice kt - 1, which is the one refilled next (with slice kt + 2). Grid z splits k as in dense_tc_kernel.
+/* 3xtf32 on fp32 x and prepared w (wp: w's high parts (OUT, KP), then its low parts). Dynamic shared memory:
+ * DTC_STAGES stages of (x tile, w high tile, w low tile, each (128, 36)). One __syncthreads a slice: after it, slice kt
+ * is in for every thread and every thread is done with the stage of slice kt - 1, which is the one refilled next (with
+ * slice kt + 2). Grid z splits k as in dense_tc_kernel.
  */
 template <int VEC>
 __global__ void __launch_bounds__(DTC_SPLIT_THREADS, 1)
-    dtc_split_kernel(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ w,
+    dtc_split_kernel(float *__restrict__ y, const float *__restrict__ x, const unsigned char *__restrict__ wp,
                      const float *__restrict__ b, int B, int IN, int OUT) {
     extern __shared__ __align__(16) float fsm[];
     const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     const int wm = warp / 4 * 64, wn = warp % 4 * 32; /* the warp's 64 x 32 within the block tile */
     const int row0 = (int)blockIdx.y * DTC_BM, col0 = (int)blockIdx.x * DTC_BN, S = (int)gridDim.z;
+    const int KP = DTC_KP(IN);
+    const float *wh = reinterpret_cast<const float *>(wp), *wl = wh + (size_t)OUT * KP; /* prepared: 16-byte rows */
     int kb;                                      /* the first k of this block's slices */
     const int tiles = dtc_block_slices(IN, &kb); /* and how many */
     float acc[4][4][4];
     dtc_zero(acc);
     for (int s = 0; s < DTC_STAGES - 1; s++) {
         if (s < tiles) {
-            dtc_split_load<VEC>(fsm + s * DTC_SPLIT_STAGE, x, B, IN, row0, kb + s * DTC_BK);
-            dtc_split_load<VEC>(fsm + s * DTC_SPLIT_STAGE + DTC_BM * DTC_SPLIT_LD, w, OUT, IN, col0, kb + s * DTC_BK);
+            float *st = fsm + s * DTC_SPLIT_STAGE;
+            dtc_split_load<VEC>(st, x, B, IN, row0, kb + s * DTC_BK);
+            dtc_split_load<4>(st + DTC_BM * DTC_SPLIT_LD, wh, OUT, KP, col0, kb + s * DTC_BK);
+            dtc_split_load<4>(st + (DTC_BM + DTC_BN) * DTC_SPLIT_LD, wl, OUT, KP, col0, kb + s * DTC_BK);
         }
         asm volatile("cp.async.commit_group;");
     }
@@ -755,13 +799,15 @@ __global__ void __launch_bounds__(DTC_SPLIT_THREADS, 1)
         __syncthreads();
         const int next = kt + DTC_STAGES - 1;
         if (next < tiles) {
-            float *s = fsm + next % DTC_STAGES * DTC_SPLIT_STAGE;
-            dtc_split_load<VEC>(s, x, B, IN, row0, kb + next * DTC_BK);
-            dtc_split_load<VEC>(s + DTC_BM * DTC_SPLIT_LD, w, OUT, IN, col0, kb + next * DTC_BK);
+            float *st = fsm + next % DTC_STAGES * DTC_SPLIT_STAGE;
+            dtc_split_load<VEC>(st, x, B, IN, row0, kb + next * DTC_BK);
+            dtc_split_load<4>(st + DTC_BM * DTC_SPLIT_LD, wh, OUT, KP, col0, kb + next * DTC_BK);
+            dtc_split_load<4>(st + (DTC_BM + DTC_BN) * DTC_SPLIT_LD, wl, OUT, KP, col0, kb + next * DTC_BK);
         }
         asm volatile("cp.async.commit_group;");
-        const float *xs = fsm + kt % DTC_STAGES * DTC_SPLIT_STAGE;
-        dtc_split_slice(acc, xs + wm * DTC_SPLIT_LD, xs + (DTC_BM + wn) * DTC_SPLIT_LD, g, t);
+        const float *st = fsm + kt % DTC_STAGES * DTC_SPLIT_STAGE;
+        dtc_split_slice(acc, st + wm * DTC_SPLIT_LD, st + (DTC_BM + wn) * DTC_SPLIT_LD,
+                        st + (DTC_BM + DTC_BN + wn) * DTC_SPLIT_LD, g, t);
     }
     if (S == 1) {
         dtc_store_y<4, 4, 16>(y, b, acc, B, OUT, row0 + wm, col0 + wn, g, t);
@@ -775,7 +821,6 @@ __global__ void __launch_bounds__(DTC_SPLIT_THREADS, 1)
 /* ---------------------------------------------------------------- launchers */
 
 typedef void (*dtc_kernel_fn)(float *, const float *, const unsigned char *, const float *, int, int, int);
-typedef void (*dtc_split_fn)(float *, const float *, const float *, const float *, int, int, int);
 
 /* fn on grid (its z the split of k, S) of `threads` threads and smem bytes of dynamic shared memory, the S blocks of
  * a tile one cluster where S > 1. */
@@ -813,13 +858,14 @@ static int dtc_check_precision(int precision, nc_error *err) {
 
 /* Whether precision's prepared weights are a converted copy (else they are w itself, fp32). */
 static int dtc_converts(int precision) {
-    return precision == NC_PRECISION_TF32 || precision == NC_PRECISION_FP16 || precision == NC_PRECISION_BF16;
+    return precision > NC_PRECISION_FP32 && precision < NC_PRECISION_COUNT;
 }
 
 extern "C" size_t nc_cuda_dense_tc_prepared_size(int precision, int IN, int OUT) {
     if (IN <= 0 || OUT <= 0) return 0;
     if (!dtc_converts(precision)) return (size_t)OUT * IN * sizeof(float);
-    return (size_t)OUT * DTC_KP(IN) * (precision == NC_PRECISION_TF32 ? 4 : 2);
+    const size_t n = (size_t)OUT * DTC_KP(IN);
+    return precision == NC_PRECISION_3XTF32 ? 2 * n * 4 : n * (precision == NC_PRECISION_TF32 ? 4 : 2);
 }
 
 extern "C" int nc_cuda_dense_tc_prepare(int precision, void *wp, const float *w, int IN, int OUT, cudaStream_t stream,
@@ -837,6 +883,9 @@ extern "C" int nc_cuda_dense_tc_prepare(int precision, void *wp, const float *w,
     switch (precision) {
     case NC_PRECISION_TF32:
         dense_tc_prepare_kernel<NC_PRECISION_TF32><<<blocks, 256, 0, stream>>>(wp, w, IN, DTC_KP(IN), OUT);
+        break;
+    case NC_PRECISION_3XTF32:
+        dense_tc_prepare_kernel<NC_PRECISION_3XTF32><<<blocks, 256, 0, stream>>>(wp, w, IN, DTC_KP(IN), OUT);
         break;
     case NC_PRECISION_FP16:
         dense_tc_prepare_kernel<NC_PRECISION_FP16><<<blocks, 256, 0, stream>>>(wp, w, IN, DTC_KP(IN), OUT);
@@ -857,19 +906,20 @@ static int dtc_cc(int *major, int *minor, nc_error *err) {
 }
 
 /* The blocks k is split among (grid z, a cluster) for a layer of IN inputs on a device of compute capability major:
- * the most, up to DTC_MAX_KSPLITS and a power of 2, that leave each at least DTC_KSPLIT_MIN slices of 32; 1 for fp32
- * and before sm_90. A function of the layer and the device only, never of B, so that a row's sums and their order do
- * not depend on B. */
+ * the most, up to DTC_MAX_KSPLITS (3xtf32: DTC_MAX_KSPLITS_3X) and a power of 2, that leave each at least
+ * DTC_KSPLIT_MIN slices of 32; 1 for fp32 and before sm_90. A function of the layer, the precision and the device
+ * only, never of B, so that a row's sums and their order do not depend on B. */
 static int dtc_auto_ksplits(int precision, int IN, int major) {
     int S = 1;
     if (precision == NC_PRECISION_FP32 || major < 9) return S;
-    const int slices = DTC_KP(IN) / DTC_BK;
-    while (S < DTC_MAX_KSPLITS && slices / (2 * S) >= DTC_KSPLIT_MIN) S *= 2;
+    const int slices = DTC_KP(IN) / DTC_BK,
+              most = precision == NC_PRECISION_3XTF32 ? DTC_MAX_KSPLITS_3X : DTC_MAX_KSPLITS;
+    while (S < most && slices / (2 * S) >= DTC_KSPLIT_MIN) S *= 2;
     return S;
 }
 
-/* 1 where tf32, fp16 and bf16 run on wgmma: this file built for sm_90a (NC_DENSE_SM90A, CMakeLists.txt) and the
- * device sm_90 (the machine code of sm_90a runs on no other). */
+/* 1 where the tensor-core precisions (tf32, 3xtf32, fp16, bf16) run on wgmma: this file built for sm_90a
+ * (NC_DENSE_SM90A, CMakeLists.txt) and the device sm_90 (the machine code of sm_90a runs on no other). */
 static int dwg_runs(int major, int minor) {
 #if defined(NC_DENSE_SM90A)
     return major == 9 && minor == 0;
@@ -882,7 +932,7 @@ static int dwg_runs(int major, int minor) {
 extern "C" int nc_cuda_dense_tc_has_wgmma(int precision, nc_error *err) {
     int major = 0, minor = 0;
     const int rc = dtc_cc(&major, &minor, err);
-    return rc ? -rc : dtc_converts(precision) && dwg_runs(major, minor);
+    return rc ? -rc : precision > NC_PRECISION_FP32 && precision < NC_PRECISION_COUNT && dwg_runs(major, minor);
 }
 
 extern "C" int nc_cuda_dense_tc_ksplits(int precision, int IN, nc_error *err) {
@@ -912,10 +962,10 @@ extern "C" int nc_cuda_dense_tc_forward_kernel(int precision, float *y, const fl
                        kernel);
     int major = 0, minor = 0; /* asked once a call: the split and the kernel both depend on it */
     if (precision != NC_PRECISION_FP32 && (rc = dtc_cc(&major, &minor, err))) return rc;
-    const int wg = kernel != NC_DENSE_TC_MMA && dtc_converts(precision) && dwg_runs(major, minor); /* on wgmma */
+    const int wg = kernel != NC_DENSE_TC_MMA && precision != NC_PRECISION_FP32 && dwg_runs(major, minor); /* wgmma */
     if (kernel == NC_DENSE_TC_WGMMA && !wg)
         return nc_fail(err, NC_ERR_ARG,
-                       "dense: %s on wgmma needs tf32, fp16 or bf16, a build for sm_90a and an sm_90 device",
+                       "dense: %s on wgmma needs tf32, 3xtf32, fp16 or bf16, a build for sm_90a and an sm_90 device",
                        nc_precision_name(precision));
     int S = splits;
     if (S == 0) { /* the layer's own split, which already heeds the precision and the device */
@@ -930,36 +980,27 @@ extern "C" int nc_cuda_dense_tc_forward_kernel(int precision, float *y, const fl
     if (B <= 0 || OUT <= 0) return NC_OK;
     /* Grid y is limited to 65535 tiles of images: a larger batch goes in slices. */
     const int slice = 65535 * DTC_BM;
-    if (precision == NC_PRECISION_3XTF32) {
-        /* The widest copy that every row start allows: 16, 8 or 4 bytes. */
-        const uintptr_t starts = (uintptr_t)x | (uintptr_t)wp | ((uintptr_t)IN * sizeof(float));
-        const int vec = starts % 16 == 0 ? 4 : starts % 8 == 0 ? 2 : 1;
-        const dtc_split_fn fn = vec == 4 ? dtc_split_kernel<4> : vec == 2 ? dtc_split_kernel<2> : dtc_split_kernel<1>;
-        CUDA_RET(
-            cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)DTC_SPLIT_SMEM));
-        CUDA_RET(cudaFuncSetAttribute((const void *)fn, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                      cudaSharedmemCarveoutMaxShared));
-        for (int b0 = 0; b0 < B; b0 += slice) {
-            const int nb = B - b0 < slice ? B - b0 : slice;
-            const dim3 grid((unsigned)((OUT + DTC_BN - 1) / DTC_BN), (unsigned)((nb + DTC_BM - 1) / DTC_BM),
-                            (unsigned)S);
-            rc = dtc_launch(fn, grid, DTC_SPLIT_THREADS, DTC_SPLIT_SMEM, S, stream, err, y + (size_t)b0 * OUT,
-                            x + (size_t)b0 * IN, (const float *)wp, b, nb, IN, OUT);
-            if (rc) return rc;
-        }
-        return NC_OK;
-    }
     if ((uintptr_t)wp % 16 != 0)
         return nc_fail(err, NC_ERR_ARG, "dense: prepared weights at %p: expected 16-byte alignment", wp);
-    const int vec = ((uintptr_t)x | ((uintptr_t)IN * sizeof(float))) % 16 == 0 ? 4 : 1;
+    /* x's loads: the widest that every row start allows (16 or 4 bytes; 3xtf32 on mma.sync 8 as well). */
+    const uintptr_t starts = (uintptr_t)x | ((uintptr_t)IN * sizeof(float));
+    const int vec = starts % 16 == 0 ? 4 : 1;
     dtc_kernel_fn fn = NULL;
     size_t smem = 0;
+    int threads = DTC_THREADS;
     switch (precision + (wg ? NC_PRECISION_COUNT : 0)) {
     case NC_PRECISION_TF32: fn = dtc_pick<NC_PRECISION_TF32>(vec), smem = DTC_SMEM(NC_PRECISION_TF32); break;
+    case NC_PRECISION_3XTF32:
+        fn = vec == 4 ? dtc_split_kernel<4> : starts % 8 == 0 ? dtc_split_kernel<2> : dtc_split_kernel<1>;
+        smem = DTC_SPLIT_SMEM, threads = DTC_SPLIT_THREADS;
+        break;
     case NC_PRECISION_FP16: fn = dtc_pick<NC_PRECISION_FP16>(vec), smem = DTC_SMEM(NC_PRECISION_FP16); break;
     case NC_PRECISION_BF16: fn = dtc_pick<NC_PRECISION_BF16>(vec), smem = DTC_SMEM(NC_PRECISION_BF16); break;
     case NC_PRECISION_COUNT + NC_PRECISION_TF32:
         fn = dwg_pick<NC_PRECISION_TF32>(vec), smem = DWG_SMEM(NC_PRECISION_TF32);
+        break;
+    case NC_PRECISION_COUNT + NC_PRECISION_3XTF32:
+        fn = dwg_pick<NC_PRECISION_3XTF32>(vec), smem = DWG_SMEM(NC_PRECISION_3XTF32);
         break;
     case NC_PRECISION_COUNT + NC_PRECISION_FP16:
         fn = dwg_pick<NC_PRECISION_FP16>(vec), smem = DWG_SMEM(NC_PRECISION_FP16);
@@ -969,14 +1010,15 @@ extern "C" int nc_cuda_dense_tc_forward_kernel(int precision, float *y, const fl
     /* A split k's sums take 69.6 KB once the stages are done with (wgmma: from the stages' 1024-byte aligned start). */
     const size_t red = DTC_RED_SMEM + (wg ? 1024 : 0);
     if (S > 1 && smem < red) smem = red;
-    /* tf32's 107.5 KB a block, and the largest shared-memory carveout, so that two blocks fit an SM. */
+    /* Up to 193 KB a block (3xtf32 on wgmma), and the largest shared-memory carveout: two blocks an SM where they
+     * fit (tf32's 107.5 KB on mma.sync). */
     CUDA_RET(cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     CUDA_RET(cudaFuncSetAttribute((const void *)fn, cudaFuncAttributePreferredSharedMemoryCarveout,
                                   cudaSharedmemCarveoutMaxShared));
     for (int b0 = 0; b0 < B; b0 += slice) {
         const int nb = B - b0 < slice ? B - b0 : slice;
         const dim3 grid((unsigned)((OUT + DTC_BN - 1) / DTC_BN), (unsigned)((nb + DTC_BM - 1) / DTC_BM), (unsigned)S);
-        rc = dtc_launch(fn, grid, DTC_THREADS, smem, S, stream, err, y + (size_t)b0 * OUT, x + (size_t)b0 * IN,
+        rc = dtc_launch(fn, grid, threads, smem, S, stream, err, y + (size_t)b0 * OUT, x + (size_t)b0 * IN,
                         (const unsigned char *)wp, b, nb, IN, OUT);
         if (rc) return rc;
     }

@@ -174,8 +174,8 @@ static float *run_ksplit(int precision, const float *dx, const void *wp, const f
 
 /* Every split of k (1, 2, 4, 8) at every tensor-core precision against the reference, each a row's bits whatever B is,
  * and the layer's own split the plain forward's bits. Where the device has clusters (sm_90 and up); else a split above
- * 1 must be refused. tf32, fp16 and bf16 on each of their kernels: mma.sync, and wgmma where the build and device run
- * it (the plain forward then runs wgmma). */
+ * 1 must be refused. Every precision on each of its kernels: mma.sync (3xtf32's own), and wgmma where the build and
+ * device run it (the plain forward then runs wgmma). */
 static void dense_ksplit_shape(int B, int IN, int OUT, int with_bias, int major) {
     const size_t nx = (size_t)B * IN, nw = (size_t)OUT * IN, ny = (size_t)B * OUT;
     dense_case dc = dense_case_make(B, IN, OUT, with_bias);
@@ -193,11 +193,9 @@ static void dense_ksplit_shape(int B, int IN, int OUT, int with_bias, int major)
         float *plain = run_dense(pr, dx, dw, with_bias ? db : NULL, B, IN, OUT);
         const int wg = nc_cuda_dense_tc_has_wgmma(pr, &err);
         CHECK(wg == 0 || wg == 1);
-        const int two = pr != NC_PRECISION_3XTF32; /* 3xtf32 has a kernel of its own */
-        const int kernels = two ? 1 + wg : 1, own_kernel = wg ? NC_DENSE_TC_WGMMA : NC_DENSE_TC_MMA;
-        for (int kk = 0; kk < kernels; kk++)
+        const int own_kernel = wg ? NC_DENSE_TC_WGMMA : NC_DENSE_TC_MMA;
+        for (int kernel = NC_DENSE_TC_MMA; kernel <= own_kernel; kernel++)
             for (int ks = 1; ks <= 8; ks *= 2) {
-                const int kernel = two ? NC_DENSE_TC_MMA + kk : NC_DENSE_TC_AUTO;
                 char what[160];
                 snprintf(what, sizeof what, "dense %s B%d IN%d OUT%d%s, k split %d, %s", names[pr], B, IN, OUT,
                          with_bias ? " bias" : "", ks, kernel_names[kernel]);
@@ -216,8 +214,7 @@ static void dense_ksplit_shape(int B, int IN, int OUT, int with_bias, int major)
                 const int same = memcmp(y, y2, (size_t)few * OUT * sizeof(float)) == 0;
                 if (!same) fprintf(stderr, "%s: the first %d rows differ when run as B = %d\n", what, few, few);
                 CHECK(same);
-                if (ks == own &&
-                    (kernel == NC_DENSE_TC_AUTO || kernel == own_kernel)) { /* what the plain forward runs */
+                if (ks == own && kernel == own_kernel) { /* what the plain forward runs */
                     const int as_plain = memcmp(y, plain, ny * sizeof(float)) == 0;
                     if (!as_plain) fprintf(stderr, "%s: not the plain forward's bits\n", what);
                     CHECK(as_plain);
@@ -241,9 +238,9 @@ static void test_ksplit_choice(int major) {
     printf("k split of the 2017 dense layer (IN 7200): %d\n", s2017);
     CHECK(major >= 9 ? s2017 > 1 : s2017 == 1);
     CHECK(nc_cuda_dense_tc_ksplits(NC_PRECISION_TF32, 7200, &err) == s2017);
-    CHECK(nc_cuda_dense_tc_ksplits(NC_PRECISION_3XTF32, 7200, &err) == s2017); /* its own kernel, split alike */
-    CHECK(nc_cuda_dense_tc_ksplits(NC_PRECISION_FP32, 7200, &err) == 1);       /* the SIMT SGEMM: k in order */
-    CHECK(nc_cuda_dense_tc_ksplits(NC_PRECISION_FP16, 32, &err) == 1);         /* one slice */
+    CHECK(nc_cuda_dense_tc_ksplits(NC_PRECISION_3XTF32, 7200, &err) == (s2017 < 2 ? s2017 : 2)); /* at most 2 */
+    CHECK(nc_cuda_dense_tc_ksplits(NC_PRECISION_FP32, 7200, &err) == 1); /* the SIMT SGEMM: k in order */
+    CHECK(nc_cuda_dense_tc_ksplits(NC_PRECISION_FP16, 32, &err) == 1);   /* one slice */
     /* Splits other than 1, 2, 4, 8, and any above 1 at fp32: NC_ERR_ARG, nothing launched. */
     const int bad[][2] = {{NC_PRECISION_FP16, 3},
                           {NC_PRECISION_TF32, 16},
@@ -260,23 +257,23 @@ static void test_ksplit_choice(int major) {
     }
 }
 
-/* The kernels the launcher takes and refuses: wgmma for tf32, fp16 and bf16 only, and only where
+/* The kernels the launcher takes and refuses: wgmma for the tensor-core precisions only (not fp32), and only where
  * nc_cuda_dense_tc_has_wgmma says so (an sm_90a build on an sm_90 device: on the H100 it must, where the GPU suite
  * runs); no kernel 3 or -1. */
 static void test_kernel_choice(int major, int minor) {
     nc_error err = {0};
     const int wg = nc_cuda_dense_tc_has_wgmma(NC_PRECISION_TF32, &err);
-    printf("tf32, fp16 and bf16 on wgmma: %s\n", wg == 1 ? "yes" : "no");
+    printf("tf32, 3xtf32, fp16 and bf16 on wgmma: %s\n", wg == 1 ? "yes" : "no");
     CHECK(wg == 0 || wg == 1);
     CHECK(wg == 0 || (major == 9 && minor == 0));
     const char *want = getenv("NC_TEST_WANT_WGMMA"); /* tools/gpu_suite.sh on the H100: the build must have it */
     if (want && *want == '1') CHECK(wg == 1);
     CHECK(nc_cuda_dense_tc_has_wgmma(NC_PRECISION_FP16, &err) == wg);
     CHECK(nc_cuda_dense_tc_has_wgmma(NC_PRECISION_BF16, &err) == wg);
-    CHECK(nc_cuda_dense_tc_has_wgmma(NC_PRECISION_3XTF32, &err) == 0);
+    CHECK(nc_cuda_dense_tc_has_wgmma(NC_PRECISION_3XTF32, &err) == wg);
     CHECK(nc_cuda_dense_tc_has_wgmma(NC_PRECISION_FP32, &err) == 0);
     const int bad[][2] = {{NC_PRECISION_FP32, NC_DENSE_TC_WGMMA},
-                          {NC_PRECISION_3XTF32, NC_DENSE_TC_WGMMA},
+                          {NC_PRECISION_3XTF32, wg ? -2 : NC_DENSE_TC_WGMMA},
                           {NC_PRECISION_TF32, 3},
                           {NC_PRECISION_BF16, -1},
                           {NC_PRECISION_FP16, wg ? 7 : NC_DENSE_TC_WGMMA}};
