@@ -93,13 +93,17 @@ __device__ __forceinline__ uint32_t dtc_tf32(float v) {
     return r;
 }
 
-/* Both TF32 parts of 4 values: hi[c] rounds v, lo[c] rounds what hi leaves. */
+/* 3xtf32's two TF32 parts of v: the high part rounds v (returned), the low one (*lo) rounds what it leaves. */
+__device__ __forceinline__ uint32_t dtc_split(float v, uint32_t *lo) {
+    const uint32_t hi = dtc_tf32(v);
+    *lo = dtc_tf32(v - __uint_as_float(hi));
+    return hi;
+}
+
+/* dtc_split of 4 values, as fp32 bit patterns. */
 __device__ __forceinline__ void dtc_split4(uint32_t (&hi)[4], uint32_t (&lo)[4], const uint32_t (&v)[4]) {
 #pragma unroll
-    for (int c = 0; c < 4; c++) {
-        hi[c] = dtc_tf32(__uint_as_float(v[c]));
-        lo[c] = dtc_tf32(__uint_as_float(v[c]) - __uint_as_float(hi[c]));
-    }
+    for (int c = 0; c < 4; c++) hi[c] = dtc_split(__uint_as_float(v[c]), &lo[c]);
 }
 
 /* Two values as one f16x2 / bf16x2 register, lo in the low half (the lower k index, as the fragments want). */
@@ -447,10 +451,8 @@ __global__ void dense_tc_prepare_kernel(void *__restrict__ wp, const float *__re
         const float v = k < IN ? w[o * IN + k] : 0.0f;
         if constexpr (P == NC_PRECISION_TF32) {
             ((uint32_t *)wp)[i] = dtc_tf32(v);
-        } else if constexpr (P == NC_PRECISION_3XTF32) { /* the high parts, then the low parts (dtc_split4) */
-            const uint32_t hi = dtc_tf32(v);
-            ((uint32_t *)wp)[i] = hi;
-            ((uint32_t *)wp)[n + i] = dtc_tf32(v - __uint_as_float(hi));
+        } else if constexpr (P == NC_PRECISION_3XTF32) { /* the high parts, then the low parts */
+            ((uint32_t *)wp)[i] = dtc_split(v, (uint32_t *)wp + n + i);
         } else if constexpr (P == NC_PRECISION_FP16) {
             ((__half *)wp)[i] = __float2half_rn(v);
         } else {
@@ -481,7 +483,7 @@ __global__ void dense_tc_prepare_kernel(void *__restrict__ wp, const float *__re
  *    for (wgmma.wait_group 1), so that the tensor cores always have the next slice queued.
  * The k order: a slice's k steps in turn, each 8 (16) consecutive k (dense_tc_kernel permutes k inside a slice), and
  * the same slices a block, so the sums differ in rounding from dense_tc_kernel's and are as independent of B.
- * 3xtf32: a stage holds four tiles, x's high and low parts (x split as it is stored, dtc_split4), then w's (copied
+ * 3xtf32: a stage holds four tiles, x's high and low parts (x split as it is stored, dtc_split), then w's (copied
  * as prepared), 64 KB, so one block an SM; each k step is three MMAs on each half, the small terms first.
  * H100, 2026-11-26, bench/ab/dense_one on the 2017 dense layer at its split of 4: 0.385 ms on the network's piece
  * of 8720 images against mma.sync's 0.571, 0.083 against 0.120 on the piece of 1280 (docs/PERFORMANCE-LOG.md). What
@@ -565,7 +567,7 @@ __device__ __forceinline__ void dwg_hold(float (&acc)[2][16][4]) {
 
 /* The registers of dtc_load_x<VEC, 1, false> (rows tid / 4 + 32 m, floats 8u .. 8u + 7), rounded to P, into a stage's
  * x tile at xs: tf32 chunks 2u and 2u + 1 of each of the thread's rows, fp16/bf16 chunk u (a quarter warp's stores
- * take 8 distinct chunks of 128 bytes); 3xtf32 the high parts so (dtc_split4) and the low parts into the tile after. */
+ * take 8 distinct chunks of 128 bytes); 3xtf32 the high parts so (dtc_split) and the low parts into the tile after. */
 template <int P> __device__ __forceinline__ void dwg_store_x(unsigned char *xs, const float (&v)[4][8]) {
     const int tid = (int)threadIdx.x, u = tid & 3;
 #pragma unroll
@@ -574,10 +576,9 @@ template <int P> __device__ __forceinline__ void dwg_store_x(unsigned char *xs, 
         if constexpr (DWG_SPLIT(P)) {
 #pragma unroll
             for (int q = 0; q < 2; q++) {
-                const uint32_t f[4] = {__float_as_uint(v[m][4 * q]), __float_as_uint(v[m][4 * q + 1]),
-                                       __float_as_uint(v[m][4 * q + 2]), __float_as_uint(v[m][4 * q + 3])};
                 uint32_t hi[4], lo[4];
-                dtc_split4(hi, lo, f);
+#pragma unroll
+                for (int e = 0; e < 4; e++) hi[e] = dtc_split(v[m][4 * q + e], &lo[e]);
                 dtc_sts4(xs + dwg_at<P>(r, 2 * u + q), hi[0], hi[1], hi[2], hi[3]);
                 dtc_sts4(xs + DWG_TILE(P) + dwg_at<P>(r, 2 * u + q), lo[0], lo[1], lo[2], lo[3]);
             }
@@ -856,7 +857,8 @@ static int dtc_check_precision(int precision, nc_error *err) {
     return NC_OK;
 }
 
-/* Whether precision's prepared weights are a converted copy (else they are w itself, fp32). */
+/* Whether precision's prepared weights are a converted copy (else they are w itself, fp32): the tensor-core
+ * precisions, which are also those that wgmma runs. */
 static int dtc_converts(int precision) {
     return precision > NC_PRECISION_FP32 && precision < NC_PRECISION_COUNT;
 }
@@ -932,7 +934,7 @@ static int dwg_runs(int major, int minor) {
 extern "C" int nc_cuda_dense_tc_has_wgmma(int precision, nc_error *err) {
     int major = 0, minor = 0;
     const int rc = dtc_cc(&major, &minor, err);
-    return rc ? -rc : precision > NC_PRECISION_FP32 && precision < NC_PRECISION_COUNT && dwg_runs(major, minor);
+    return rc ? -rc : dtc_converts(precision) && dwg_runs(major, minor);
 }
 
 extern "C" int nc_cuda_dense_tc_ksplits(int precision, int IN, nc_error *err) {
@@ -962,7 +964,7 @@ extern "C" int nc_cuda_dense_tc_forward_kernel(int precision, float *y, const fl
                        kernel);
     int major = 0, minor = 0; /* asked once a call: the split and the kernel both depend on it */
     if (precision != NC_PRECISION_FP32 && (rc = dtc_cc(&major, &minor, err))) return rc;
-    const int wg = kernel != NC_DENSE_TC_MMA && precision != NC_PRECISION_FP32 && dwg_runs(major, minor); /* wgmma */
+    const int wg = kernel != NC_DENSE_TC_MMA && dtc_converts(precision) && dwg_runs(major, minor); /* on wgmma */
     if (kernel == NC_DENSE_TC_WGMMA && !wg)
         return nc_fail(err, NC_ERR_ARG,
                        "dense: %s on wgmma needs tf32, 3xtf32, fp16 or bf16, a build for sm_90a and an sm_90 device",
