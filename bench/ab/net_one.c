@@ -1,7 +1,7 @@
 /* The whole network on the cuda backend, as `nanoconv bench`'s network lines time it (a session per line, a warm-up,
  * then nc_session_run on the first N test images, host uint8 to predictions), with every run's time kept: to see how
  * a line's runs spread, and whether a slow line is slow in its kernels (Op Time, CUDA events) or outside them.
- *   net_one MODEL N ROUNDS REPS PRECISION...      PRECISION fp32, tf32, 3xtf32, fp16 or bf16
+ *   net_one MODEL N ROUNDS REPS PRECISION...      PRECISION fp32, tf32, 3xtf32, fp16, bf16, or cudnn (that backend)
  * Each round times a fresh session of each precision in the order given, then probes a fresh pinned buffer of the
  * N images' size: the host copy into it (nc_host_copy, as the backend does) and its upload (cudaMemcpyAsync), each
  * the median of 5. The test images come from $NANOCONV_DATA. Built as the net_one target of a build with CUDA. */
@@ -27,17 +27,19 @@ static double now_ms(void) {
     return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
 }
 
-/* One line: a fresh session of the precision, a warm-up, reps timed runs. Prints min, median, max and the runs
- * over 1.2 times the min, with the mean of each run's Op Times (its kernels) and of the rest of its wall time. */
+/* One line: a fresh session of the precision (-1: the cudnn backend), a warm-up, reps timed runs. Prints min, median,
+ * max and the runs over 1.2 times the min, with the mean of each run's Op Times (its kernels) and of the rest of its
+ * wall time. */
 static int line(const nc_model *m, const nc_dataset *ds, int n, int reps, int precision, int round, int *pred) {
     nc_run_opts opts;
     memset(&opts, 0, sizeof opts);
-    opts.precision = precision;
+    opts.precision = precision < 0 ? NC_PRECISION_FP32 : precision;
+    const char *name = precision < 0 ? "cudnn" : nc_precision_name(precision);
     nc_session *s = NULL;
     nc_error err = {0};
     float t[MAX_REPS], sorted[MAX_REPS];
     double conv = 0.0, rest = 0.0;
-    int rc = nc_session_create(&s, m, "cuda", &opts, &err);
+    int rc = nc_session_create(&s, m, precision < 0 ? "cudnn" : "cuda", &opts, &err);
     if (!rc) rc = nc_session_run(s, ds->images, n, ds->h, ds->w, pred, NULL, NULL, &err);
     for (int k = 0; k < reps && !rc; k++) {
         nc_timing tm;
@@ -51,7 +53,7 @@ static int line(const nc_model *m, const nc_dataset *ds, int n, int reps, int pr
     }
     nc_session_free(s);
     if (rc) {
-        fprintf(stderr, "net_one: %s: %s\n", nc_precision_name(precision), err.msg);
+        fprintf(stderr, "net_one: %s: %s\n", name, err.msg);
         return 1;
     }
     memcpy(sorted, t, (size_t)reps * sizeof(float));
@@ -59,8 +61,8 @@ static int line(const nc_model *m, const nc_dataset *ds, int n, int reps, int pr
     int slow = 0;
     for (int k = 0; k < reps; k++) slow += t[k] > 1.2f * sorted[0];
     const float med = reps % 2 ? sorted[reps / 2] : 0.5f * (sorted[reps / 2 - 1] + sorted[reps / 2]);
-    printf("%3d %-6s min %7.3f  median %7.3f  max %7.3f ms  slow %2d/%d  conv %6.3f  rest %6.3f ms  runs", round,
-           nc_precision_name(precision), sorted[0], med, sorted[reps - 1], slow, reps, conv / reps, rest / reps);
+    printf("%3d %-6s min %7.3f  median %7.3f  max %7.3f ms  slow %2d/%d  conv %6.3f  rest %6.3f ms  runs", round, name,
+           sorted[0], med, sorted[reps - 1], slow, reps, conv / reps, rest / reps);
     for (int k = 0; k < reps; k++) printf(" %.2f", t[k]);
     printf("\n");
     return 0;
@@ -105,11 +107,11 @@ int main(int argc, char **argv) {
     const int n = atoi(argv[2]), rounds = atoi(argv[3]), reps = atoi(argv[4]);
     int prec[16], np = 0;
     for (int a = 5; a < argc && np < 16; a++) {
-        int p = -1;
+        int p = strcmp(argv[a], "cudnn") == 0 ? -1 : -2;
         for (int q = 0; q < NC_PRECISION_COUNT; q++)
             if (strcmp(argv[a], nc_precision_name(q)) == 0) p = q;
-        if (p < 0) {
-            fprintf(stderr, "net_one: precision %s: expected fp32, tf32, 3xtf32, fp16 or bf16\n", argv[a]);
+        if (p < -1) {
+            fprintf(stderr, "net_one: precision %s: expected fp32, tf32, 3xtf32, fp16, bf16 or cudnn\n", argv[a]);
             return 2;
         }
         prec[np++] = p;

@@ -13,7 +13,8 @@
  * fused group's; version 14 fuses likewise), and a first convolution on images of the model's size reads
  * the uint8 pixels straight from the upload buffer. --precision tf32 / 3xtf32 (opts->precision) trade
  * exactness for the tensor cores: the convolutions on versions 7 / 8 (conv_tc.cu, fused likewise; Op
- * Time's note adds "tf32" / "3xtf32") and every dense layer on dense_tc.cu's GEMM.
+ * Time's note adds "tf32" / "3xtf32") and every dense layer of more than 32 outputs on dense_tc.cu's GEMM
+ * (narrower ones stay exact fp32, which is faster there).
  */
 #include <nvtx3/nvToolsExt.h>
 #include <stdio.h>
@@ -49,7 +50,7 @@ typedef struct {
     nc_conv_epilogue epi[NC_MAX_LAYERS]; /* what they are */
     char note[NC_MAX_LAYERS][48];        /* Op Time's note of each conv layer, in conv order */
     nc_conv_lut lut;                     /* the model's pixel scaling, for a first layer reading uint8 */
-    void *dense_w[NC_MAX_LAYERS];        /* per dense layer, its weights prepared for the tensor cores (not fp32) */
+    void *dense_w[NC_MAX_LAYERS];        /* per dense layer, its weights prepared for the tensor cores, or NULL */
 } cuda_plan;
 
 /* What version 6 would fuse after conv layer li (activation, pooling): *e, and how many layers that is. */
@@ -99,14 +100,15 @@ static void cuda_plan_fusion(cuda_plan *p) {
     p->g.raw_input = m->n_layers > 0 && m->layers[0].kind == NC_CONV && p->fused[0] > 0;
 }
 
-static int cuda_layer(cuda_plan *p, int li, int B, float *y, const float *x, int *conv, nc_error *err) {
+static int cuda_layer(cuda_plan *p, int li, int B, float *y, const float *x, nc_error *err) {
     nc_gpu *g = &p->g;
     const nc_layer *l = &g->m->layers[li];
     const size_t n = (size_t)B * nc_shape_size(l->out);
     switch (l->kind) {
     case NC_CONV: {
         int rc = NC_OK;
-        CUDA_RET(cudaEventRecord(g->ev[2 * *conv], g->stream));
+        const int c = g->conv_of[li];
+        CUDA_RET(cudaEventRecord(g->ev[2 * c], g->stream));
         if (p->fused[li]) {
             const int u8 = li == 0 && g->in_u8; /* the chunk's pixels, unscaled, in g->img */
             if (version_is_tc(p->version[li]))
@@ -122,8 +124,7 @@ static int cuda_layer(cuda_plan *p, int li, int B, float *y, const float *x, int
                                       l->m, l->k, g->stream, err);
         }
         if (rc) return rc;
-        CUDA_RET(cudaEventRecord(g->ev[2 * *conv + 1], g->stream));
-        ++*conv;
+        CUDA_RET(cudaEventRecord(g->ev[2 * c + 1], g->stream));
         return NC_OK;
     }
     case NC_TANH:
@@ -133,7 +134,7 @@ static int cuda_layer(cuda_plan *p, int li, int B, float *y, const float *x, int
     case NC_AVGPOOL:
         return nc_cuda_pool_forward(l->kind, y, x, B, l->in.c, l->in.h, l->in.w, l->p, l->s, g->stream, err);
     case NC_DENSE:
-        if (p->precision == NC_PRECISION_FP32)
+        if (!p->dense_w[li]) /* fp32, or a layer too narrow for the tensor cores (cuda_prepare_dense) */
             return nc_cuda_dense_forward(y, x, g->weight[li], g->bias[li], B, (int)nc_shape_size(l->in), l->m,
                                          g->stream, err);
         return nc_cuda_dense_tc_forward_prepared(p->precision, y, x, p->dense_w[li], g->bias[li], B,
@@ -144,32 +145,39 @@ static int cuda_layer(cuda_plan *p, int li, int B, float *y, const float *x, int
     return NC_OK;
 }
 
-static int cuda_forward(void *ctx, nc_gpu *g, int B, int *out, nc_error *err) {
+static int cuda_forward(void *ctx, nc_gpu *g, int from, int to, size_t i0, int B, int *cur, nc_error *err) {
     cuda_plan *p = (cuda_plan *)ctx;
-    int cur = 0, conv = 0;
-    for (int li = 0; li < g->m->n_layers; li++) {
-        if (g->m->layers[li].kind == NC_FLATTEN) continue; /* same memory, (C, H, W) order */
+    const nc_model *m = g->m;
+    for (int li = from; li < to; li++) {
+        if (m->layers[li].kind == NC_FLATTEN) continue; /* same memory, (C, H, W) order */
+        const size_t out = nc_shape_size(m->layers[li + p->fused[li]].out), in = nc_shape_size(m->layers[li].in);
         nvtxRangePushA(g->layer_name[li]);
-        const int rc = cuda_layer(p, li, B, g->act[1 - cur], g->act[cur], &conv, err);
+        const int rc = cuda_layer(p, li, B, g->act[1 - *cur] + i0 * out, g->act[*cur] + i0 * in, err);
         nvtxRangePop();
         if (rc) {
-            nc_error_prefix(err, "layer %d (%s)", li, nc_layer_kind_name(g->m->layers[li].kind));
+            nc_error_prefix(err, "layer %d (%s)", li, nc_layer_kind_name(m->layers[li].kind));
             return rc;
         }
-        cur = 1 - cur;
+        *cur = 1 - *cur;
         li += p->fused[li]; /* the activation and pooling its kernel did */
     }
-    *out = cur;
     return NC_OK;
 }
 
-/* The dense layers' weights in the tensor cores' format, converted once (dense_tc.cu): reduced precisions only. */
+/* Outputs a dense layer needs for the tensor cores to pay. Narrower ones (the zoo's last layers, 10 and 32 wide) fill
+ * at most a quarter of the GEMM's 128 columns, and the exact fp32 kernel was faster on every one of them at every
+ * precision (the 2017 model's 500x10 layer at N = 10000: 0.021 ms against 0.029 at tf32 and 0.038 at 3xtf32); on
+ * every layer of 140 outputs or more it was slower (bench of 2026-11-26 03:28, H100). */
+#define DENSE_TC_MIN_OUT 33
+
+/* The dense layers' weights in the tensor cores' format, converted once (dense_tc.cu): reduced precisions only, and
+ * layers of DENSE_TC_MIN_OUT outputs or more (the others run in exact fp32: dense_w stays NULL). */
 static int cuda_prepare_dense(cuda_plan *p, nc_error *err) {
     const nc_model *m = p->g.m;
     if (p->precision == NC_PRECISION_FP32) return NC_OK;
     for (int li = 0; li < m->n_layers; li++) {
         const nc_layer *l = &m->layers[li];
-        if (l->kind != NC_DENSE) continue;
+        if (l->kind != NC_DENSE || l->m < DENSE_TC_MIN_OUT) continue;
         const int IN = (int)nc_shape_size(l->in);
         CUDA_RET(cudaMalloc(&p->dense_w[li], nc_cuda_dense_tc_prepared_size(p->precision, IN, l->m)));
         const int rc =

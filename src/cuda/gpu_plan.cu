@@ -89,6 +89,12 @@ int nc_gpu_open(nc_gpu *g, const nc_model *m, const nc_run_opts *opts, double sh
     g->device = opts->device;
     g->n_conv = nc_model_num_conv(m);
     g->classes = nc_model_num_classes(m);
+    g->head = m->n_layers;
+    for (int i = 0, c = 0; i < m->n_layers; i++) {
+        const nc_layer_kind k = m->layers[i].kind;
+        if (g->head == m->n_layers && (k == NC_DENSE || (k == NC_CONV && c > 0))) g->head = i;
+        if (k == NC_CONV) g->conv_of[i] = c++, g->head_convs += i < g->head;
+    }
     if ((rc = gpu_select(opts->device, err))) return rc;
     CUDA_TRY(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
     CUDA_TRY(cudaStreamCreateWithFlags(&g->upload, cudaStreamNonBlocking));
@@ -167,10 +173,10 @@ cleanup:
     return rc;
 }
 
-/* Cuts a chunk of B images into pieces: start[p] .. start[p + 1] for p < the count returned, each a whole number
- * of 128-image tiles (the dense GEMM's) but the last; one piece below 2 * NC_GPU_PIECE_MIN images, else one every
- * NC_GPU_PIECE_MIN images up to NC_GPU_MAX_PIECES: the first an eighth of the chunk (its upload is the one that
- * shows), the others equal (see gpu_plan.h). */
+/* Cuts a chunk of B images into pieces: start[p] .. start[p + 1] for p < the count returned, each a whole number of
+ * 128 images but the last; one piece below 2 * NC_GPU_PIECE_MIN images, else one every NC_GPU_PIECE_MIN images up to
+ * NC_GPU_MAX_PIECES: the first an eighth of the chunk (its upload is the one that shows), the others equal (see
+ * gpu_plan.h). */
 static int gpu_pieces(int B, int start[NC_GPU_MAX_PIECES + 1]) {
     int P = B / NC_GPU_PIECE_MIN;
     P = P < 1 ? 1 : P > NC_GPU_MAX_PIECES ? NC_GPU_MAX_PIECES : P;
@@ -194,34 +200,45 @@ static int gpu_upload(nc_gpu *g, int p, const uint8_t *images, int i0, int B, si
     return NC_OK;
 }
 
-/* Piece p (chunk images i0 .. i0 + B) on g->stream once its pixels are in: the model's input, the backend's forward
- * with the piece's Op Time events, the argmax, and predictions (and logits) into the pinned buffers at i0. */
-static int gpu_compute(nc_gpu *g, nc_gpu_forward_fn forward, void *ctx, int p, int i0, int B, int h, int w,
-                       int want_logits, nc_error *err) {
+/* The head of piece p (chunk images i0 .. i0 + B) on g->stream once its pixels are in: the model's input, then
+ * the layers before g->head, with the piece's Op Time events. *cur: the buffer its output is in. */
+static int gpu_head(nc_gpu *g, nc_gpu_forward_fn forward, void *ctx, int p, int i0, int B, int h, int w, int *cur,
+                    nc_error *err) {
     CUDA_RET(cudaStreamWaitEvent(g->stream, g->uploaded[p], 0));
     g->img = g->img_alloc + (size_t)i0 * h * w;
     int rc = NC_OK;
-    if (!g->in_u8) rc = nc_cuda_prepare_input(g->act[0], g->img, B, h, w, g->m, g->stream, err);
+    if (!g->in_u8)
+        rc = nc_cuda_prepare_input(g->act[0] + (size_t)i0 * nc_shape_size(g->m->input), g->img, B, h, w, g->m,
+                                   g->stream, err);
     memcpy(g->ev, g->piece_ev[p], sizeof g->ev);
-    int out = 0;
-    if (!rc) rc = forward(ctx, g, B, &out, err);
+    *cur = 0;
+    if (!rc) rc = forward(ctx, g, 0, g->head, (size_t)i0, B, cur, err);
     g->img = g->img_alloc;
-    if (!rc) rc = nc_cuda_argmax(g->pred + i0, g->act[out], B, g->classes, g->stream, err);
+    return rc;
+}
+
+/* The tail of a chunk of B images whose head's output is in g->act[cur]: the layers from g->head on (Op Time events
+ * in row 0), the argmax, and predictions (and logits) into the pinned buffers. */
+static int gpu_tail(nc_gpu *g, nc_gpu_forward_fn forward, void *ctx, int B, int cur, int want_logits, nc_error *err) {
+    memcpy(g->ev, g->piece_ev[0], sizeof g->ev);
+    int rc = forward(ctx, g, g->head, g->m->n_layers, 0, B, &cur, err);
+    if (!rc) rc = nc_cuda_argmax(g->pred, g->act[cur], B, g->classes, g->stream, err);
     if (rc) return rc;
-    CUDA_RET(cudaMemcpyAsync(g->h_pred + i0, g->pred + i0, (size_t)B * sizeof(int), cudaMemcpyDeviceToHost, g->stream));
+    CUDA_RET(cudaMemcpyAsync(g->h_pred, g->pred, (size_t)B * sizeof(int), cudaMemcpyDeviceToHost, g->stream));
     if (want_logits)
-        CUDA_RET(cudaMemcpyAsync(g->h_logits + (size_t)i0 * g->classes, g->act[out],
-                                 (size_t)B * g->classes * sizeof(float), cudaMemcpyDeviceToHost, g->stream));
+        CUDA_RET(cudaMemcpyAsync(g->h_logits, g->act[cur], (size_t)B * g->classes * sizeof(float),
+                                 cudaMemcpyDeviceToHost, g->stream));
     return NC_OK;
 }
 
-/* Waits for the chunk, then hands its predictions (and logits) over and adds each piece's conv times. */
+/* Waits for the chunk, then hands its predictions (and logits) over and adds its conv times: each piece's for the
+ * head's layers, the tail's for the others. */
 static int gpu_finish(nc_gpu *g, int pieces, int B, int *pred, float *logits, nc_timing *t, nc_error *err) {
     CUDA_RET(cudaStreamSynchronize(g->stream));
     memcpy(pred, g->h_pred, (size_t)B * sizeof(int));
     if (logits) memcpy(logits, g->h_logits, (size_t)B * g->classes * sizeof(float));
     for (int p = 0; p < pieces; p++)
-        for (int i = 0; i < g->n_conv; i++) {
+        for (int i = 0; i < (p ? g->head_convs : g->n_conv); i++) {
             float ms = 0.0f;
             CUDA_RET(cudaEventElapsedTime(&ms, g->piece_ev[p][2 * i], g->piece_ev[p][2 * i + 1]));
             t->conv_s[i] += 1e-3 * (double)ms;
@@ -229,8 +246,8 @@ static int gpu_finish(nc_gpu *g, int pieces, int B, int *pred, float *logits, nc
     return NC_OK;
 }
 
-/* Host order per piece: its copy and upload are enqueued, then its compute; so piece p + 1's host copy and
- * transfer run while the device computes piece p, and only piece 0's upload is exposed. */
+/* Host order per piece: its copy and upload are enqueued, then its head; so piece p + 1's host copy and transfer run
+ * while the device runs piece p's head, and only piece 0's upload is exposed. Then the chunk's tail. */
 int nc_gpu_run(nc_gpu *g, nc_gpu_forward_fn forward, void *ctx, const uint8_t *images, int n, int h, int w, int *pred,
                float *logits, nc_timing *t, nc_error *err) {
     t->n_conv = g->n_conv;
@@ -245,12 +262,14 @@ int nc_gpu_run(nc_gpu *g, nc_gpu_forward_fn forward, void *ctx, const uint8_t *i
         const int B = (int)((size_t)n - i0 < chunk ? (size_t)n - i0 : chunk);
         int start[NC_GPU_MAX_PIECES + 1];
         const int pieces = gpu_pieces(B, start);
+        int cur = 0;
         for (int p = 0; p < pieces && !rc; p++) {
             nvtxRangePushA("upload");
             rc = gpu_upload(g, p, images + i0 * hw, start[p], start[p + 1] - start[p], hw, err);
             nvtxRangePop();
-            if (!rc) rc = gpu_compute(g, forward, ctx, p, start[p], start[p + 1] - start[p], h, w, logits != NULL, err);
+            if (!rc) rc = gpu_head(g, forward, ctx, p, start[p], start[p + 1] - start[p], h, w, &cur, err);
         }
+        if (!rc) rc = gpu_tail(g, forward, ctx, B, cur, logits != NULL, err);
         nvtxRangePushA("download");
         if (!rc) rc = gpu_finish(g, pieces, B, pred + i0, logits ? logits + i0 * g->classes : NULL, t, err);
         nvtxRangePop();

@@ -6,9 +6,15 @@
  * and logits, the Op Time events and the NVTX ranges. A backend supplies only
  * the forward pass of one chunk. CUDA sources only.
  *
- * A large chunk runs in pieces (NC_GPU_MAX_PIECES at most): piece i + 1's
- * images are copied into pinned memory and uploaded on a second stream while
- * piece i is computed on g->stream, so only the first piece's upload shows.
+ * A large chunk runs in pieces (NC_GPU_MAX_PIECES at most), but only the
+ * network's head: the input's scaling and the layers before its second conv
+ * layer or first dense layer (its first convolution, with the activation and
+ * pooling after it). Piece i + 1's images are copied into pinned memory and
+ * uploaded on a second stream while the head runs on piece i on g->stream;
+ * once every piece has been through it, the tail (the other layers) runs once
+ * on the whole chunk, where the dense GEMMs take whole waves and a second
+ * convolution its full batch, then the argmax. Only the first piece's upload
+ * shows.
  */
 #ifndef NC_GPU_PLAN_H
 #define NC_GPU_PLAN_H
@@ -23,21 +29,25 @@ extern "C" { /* C linkage, so that tests in C can drive the chunk loop */
 
 typedef struct nc_gpu nc_gpu;
 
-/* Runs the network on the B images whose input is in g->act[0] (or, where
- * g->in_u8, their pixels in g->img): records g->ev[2i] and g->ev[2i+1] on
- * g->stream around the i-th convolution layer (and nothing else between them),
- * leaves the final layer's output (B, classes) in g->act[*out] and enqueues
- * everything on g->stream. nc_gpu_run calls it once a piece of a chunk. */
-typedef int (*nc_gpu_forward_fn)(void *ctx, nc_gpu *g, int B, int *out, nc_error *err);
+/* Runs layers [from, to) of the network (a flatten is free: it swaps no buffer) on the B images from image i0 of the
+ * chunk, everything enqueued on g->stream. Each layer reads g->act[*cur] (layer 0 where g->in_u8: the pixels at
+ * g->img), at i0 times its input's floats per image, writes g->act[1 - *cur] at i0 times its output's, and flips *cur;
+ * a kernel that also does the layers after it writes where the last of them would. Around conv layer li it records
+ * g->ev[2c] and g->ev[2c + 1] on g->stream, c = g->conv_of[li], and nothing else between them. nc_gpu_run calls it
+ * for the head once a piece (from 0 to g->head) and for the tail once a chunk (g->head to the end, i0 = 0). */
+typedef int (*nc_gpu_forward_fn)(void *ctx, nc_gpu *g, int from, int to, size_t i0, int B, int *cur, nc_error *err);
 
-/* Pieces a chunk is cut into at most, and the images a piece stands for (a chunk of B runs in B / NC_GPU_PIECE_MIN
- * pieces, at least one): the first an eighth of the chunk, since its upload is the only one that shows, the others
- * equal, large enough for the dense GEMM's big tiles to take whole waves (8448 images on an H100). 10000 images run
- * in pieces of 1280 and 8720, 60000 in 7552, 17536, 17536 and 17376. Against two halves of 10000 this took 2.5 to
- * 14% off five zoo networks (2017's 3.15 -> 2.72 ms, its dense layer's wave whole), 2019 spring's within its noise
- * (1.49 -> 1.48 and 1.55 ms); one piece was slower than it on all six (H100, 2026-11-23). */
-#define NC_GPU_MAX_PIECES 4
-#define NC_GPU_PIECE_MIN 4096
+/* Pieces a chunk is cut into at most, and the images a piece stands for: a chunk of B runs in B / NC_GPU_PIECE_MIN
+ * pieces (at least one), each a whole number of 128 images but the last (so that every piece's pixels and
+ * activations start 512-byte aligned). The first is an eighth of the chunk, as its upload is the one that shows; the
+ * others are equal: each one's upload goes on while the piece before it is in the head, and its head is where the
+ * next one's upload hides. 10000 images run in pieces of 1280, 4480 and 4240. On the H100 (2026-11-26, net_one over
+ * the 2017, 2018 fall, 2019 spring and 2020 networks) this and six other cuts were within 3% of each other on every
+ * line, where the slowest was a first piece of 640 (a sixteenth) followed by larger ones (uploads of pieces the head
+ * before them could not hide); pieces of 1152 made the convolutions' Op Time up to 1.7 times as long (a launch, its
+ * host-side set-up and a host copy a piece) and the lines slower. */
+#define NC_GPU_MAX_PIECES 8
+#define NC_GPU_PIECE_MIN 3072
 
 struct nc_gpu {
     const nc_model *m;
@@ -46,7 +56,10 @@ struct nc_gpu {
     cudaStream_t upload;                     /* the pieces' host-to-device copies */
     cudaEvent_t uploaded[NC_GPU_MAX_PIECES]; /* recorded on upload when a piece's pixels are in */
     int n_conv;
-    cudaEvent_t ev[2 * NC_MAX_LAYERS];                          /* the running piece's row of piece_ev (not owned) */
+    int head;                          /* layers [0, head) run a piece at a time (see the top of this file) */
+    int head_convs;                    /* the conv layers among them */
+    int conv_of[NC_MAX_LAYERS];        /* each layer's ordinal among the conv layers (of a conv layer) */
+    cudaEvent_t ev[2 * NC_MAX_LAYERS]; /* the running piece's row of piece_ev (not owned); the tail's is row 0 */
     cudaEvent_t piece_ev[NC_GPU_MAX_PIECES][2 * NC_MAX_LAYERS]; /* start and stop of each conv layer, by piece */
     char layer_name[NC_MAX_LAYERS][40];                         /* NVTX range names, "layer 0 conv" */
     float *params; /* all the model's parameters, each layer's weight and bias at a 128-byte boundary */
@@ -81,8 +94,8 @@ int nc_gpu_open(nc_gpu *g, const nc_model *m, const nc_run_opts *opts, double sh
 int nc_gpu_reserve(nc_gpu *g, size_t B, size_t hw, nc_error *err);
 
 /* Runs n images through the chunk loop with the backend's forward pass, a
- * chunk in pieces where it is large (see NC_GPU_PIECE_MIN); t->conv_s sums
- * each conv layer's time over the pieces. */
+ * chunk's head in pieces where it is large (see NC_GPU_PIECE_MIN); t->conv_s
+ * sums each conv layer's time over the pieces and chunks. */
 int nc_gpu_run(nc_gpu *g, nc_gpu_forward_fn forward, void *ctx, const uint8_t *images, int n, int h, int w, int *pred,
                float *logits, nc_timing *t, nc_error *err);
 

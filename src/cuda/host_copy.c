@@ -4,11 +4,12 @@
 #include <omp.h>
 #include <string.h>
 
-/* One thread moves about 10 GB/s: 7.8 MB of Fashion-MNIST would take ~0.8 ms, all of it exposed before the first
- * piece's transfer. A few threads share the memory bandwidth; more than 4 gain little. OpenMP's threads persist
- * between calls, so a call costs no thread start (the run's Total Time includes it). */
+/* One thread moves about 10 GB/s: a piece of 1152 Fashion-MNIST images (0.9 MB) would take ~90 us, more than its
+ * transfer (25 us at 36 GB/s), so that the copies, not the transfers, would pace the pieces. A few threads share the
+ * memory bandwidth; more than 4 gain little. OpenMP's threads persist between calls, so a call costs no thread start
+ * (the run's Total Time includes it). */
 #define COPY_THREADS 4
-#define COPY_MIN ((size_t)1 << 20) /* bytes a thread is worth waking for */
+#define COPY_MIN ((size_t)1 << 17) /* bytes a thread is worth waking for */
 
 void nc_host_copy(void *dst, const void *src, size_t n) {
     size_t parts = n / COPY_MIN;

@@ -93,6 +93,7 @@ typedef struct {
     int found; /* conv: algo chosen */
     cudnnConvolutionFwdAlgo_t algo;
     size_t ws_need; /* conv: workspace bytes of algo at the current batch size */
+    int batch;      /* the batch size its descriptors are set for (0: none yet) */
 } dnn_layer;
 
 typedef struct {
@@ -100,8 +101,7 @@ typedef struct {
     cudnnHandle_t dnn;
     cublasHandle_t blas;
     dnn_layer L[NC_MAX_LAYERS];
-    int batch; /* the batch size the descriptors are set for (0: none yet) */
-    void *ws;  /* convolution workspace */
+    void *ws; /* convolution workspace */
     size_t ws_size;
 } dnn_plan;
 
@@ -121,15 +121,15 @@ static int ws_reserve(dnn_plan *p, size_t bytes, nc_error *err) {
     return NC_OK;
 }
 
-/* Sets every tensor descriptor for batch B; re-sizes the found convolutions' workspace. */
-static int dnn_prepare(dnn_plan *p, int B, nc_error *err) {
-    if (B == p->batch) return NC_OK;
+/* Sets the tensor descriptors of layers [from, to) for batch B (the head's pieces and the tail's chunk differ);
+ * grows the workspace to what the found convolutions need. */
+static int dnn_prepare(dnn_plan *p, int from, int to, int B, nc_error *err) {
     const nc_model *m = p->g.m;
     size_t ws = 0;
-    for (int li = 0; li < m->n_layers; li++) {
+    for (int li = from; li < to; li++) {
         const nc_layer *l = &m->layers[li];
         dnn_layer *d = &p->L[li];
-        if (l->kind == NC_FLATTEN) continue;
+        if (l->kind == NC_FLATTEN || d->batch == B) continue;
         int rc = set_4d(d->x, B, l->in, err);
         if (!rc) rc = set_4d(d->y, B, l->out, err);
         if (rc) return rc;
@@ -154,11 +154,9 @@ static int dnn_prepare(dnn_plan *p, int B, nc_error *err) {
                                "layer %d: cuDNN makes the pooling's output %dx%dx%dx%d, not %dx%dx%dx%d", li, n, c, h,
                                w, B, l->out.c, l->out.h, l->out.w);
         }
+        d->batch = B;
     }
-    int rc = ws_reserve(p, ws, err);
-    if (rc) return rc;
-    p->batch = B;
-    return NC_OK;
+    return ws_reserve(p, ws, err);
 }
 
 /* Times every algorithm on this layer at the current batch size (descriptors set) and keeps the fastest
@@ -205,19 +203,18 @@ static int dnn_find(dnn_plan *p, int li, float *y, const float *x, nc_error *err
                    li, found);
 }
 
-static int dnn_layer_forward(dnn_plan *p, int li, int B, float *y, const float *x, int *conv, nc_error *err) {
+static int dnn_layer_forward(dnn_plan *p, int li, int B, float *y, const float *x, nc_error *err) {
     nc_gpu *g = &p->g;
     const nc_layer *l = &g->m->layers[li];
     dnn_layer *d = &p->L[li];
     const float one = 1.0f, zero = 0.0f;
     switch (l->kind) {
     case NC_CONV: {
-        CUDA_RET(cudaEventRecord(g->ev[2 * *conv], g->stream));
+        CUDA_RET(cudaEventRecord(g->ev[2 * g->conv_of[li]], g->stream));
         CUDNN_RET(lib->cudnnConvolutionForward(p->dnn, &one, d->x, x, d->w, g->weight[li], d->conv, d->algo, p->ws,
                                                p->ws_size, &zero, d->y, y));
         if (g->bias[li]) CUDNN_RET(lib->cudnnAddTensor(p->dnn, &one, d->bias, g->bias[li], &one, d->y, y));
-        CUDA_RET(cudaEventRecord(g->ev[2 * *conv + 1], g->stream));
-        ++*conv;
+        CUDA_RET(cudaEventRecord(g->ev[2 * g->conv_of[li] + 1], g->stream));
         break;
     }
     case NC_TANH:
@@ -243,23 +240,23 @@ static int dnn_layer_forward(dnn_plan *p, int li, int B, float *y, const float *
     return NC_OK;
 }
 
-static int dnn_forward(void *ctx, nc_gpu *g, int B, int *out, nc_error *err) {
+static int dnn_forward(void *ctx, nc_gpu *g, int from, int to, size_t i0, int B, int *cur, nc_error *err) {
     dnn_plan *p = (dnn_plan *)ctx;
-    int rc = dnn_prepare(p, B, err);
+    const nc_model *m = g->m;
+    int rc = dnn_prepare(p, from, to, B, err);
     if (rc) return rc;
-    int cur = 0, conv = 0;
-    for (int li = 0; li < g->m->n_layers; li++) {
-        if (g->m->layers[li].kind == NC_FLATTEN) continue;
+    for (int li = from; li < to; li++) {
+        if (m->layers[li].kind == NC_FLATTEN) continue;
+        const size_t out = nc_shape_size(m->layers[li].out), in = nc_shape_size(m->layers[li].in);
         nvtxRangePushA(g->layer_name[li]);
-        rc = dnn_layer_forward(p, li, B, g->act[1 - cur], g->act[cur], &conv, err);
+        rc = dnn_layer_forward(p, li, B, g->act[1 - *cur] + i0 * out, g->act[*cur] + i0 * in, err);
         nvtxRangePop();
         if (rc) {
-            nc_error_prefix(err, "layer %d (%s)", li, nc_layer_kind_name(g->m->layers[li].kind));
+            nc_error_prefix(err, "layer %d (%s)", li, nc_layer_kind_name(m->layers[li].kind));
             return rc;
         }
-        cur = 1 - cur;
+        *cur = 1 - *cur;
     }
-    *out = cur;
     return NC_OK;
 }
 
@@ -339,7 +336,7 @@ static int dnn_search(dnn_plan *p, nc_error *err) {
     const nc_model *m = g->m;
     const int B = (int)(g->chunk_max < CUDNN_FIND_BATCH ? g->chunk_max : CUDNN_FIND_BATCH);
     int rc = nc_gpu_reserve(g, (size_t)B, nc_shape_size(m->input), err);
-    if (!rc) rc = dnn_prepare(p, B, err);
+    if (!rc) rc = dnn_prepare(p, 0, m->n_layers, B, err);
     if (rc) return rc;
     CUDA_RET(cudaMemsetAsync(g->act[0], 0x3c, 2 * (size_t)B * g->largest * sizeof(float), g->stream));
     size_t ws = 0;
@@ -357,8 +354,8 @@ static int dnn_search(dnn_plan *p, nc_error *err) {
     p->ws_size = 0;
     if ((rc = ws_reserve(p, ws, err))) return rc;
     nvtxRangePushA("warm-up");
-    int out = 0;
-    rc = dnn_forward(p, g, B, &out, err);
+    int cur = 0;
+    rc = dnn_forward(p, g, 0, m->n_layers, 0, B, &cur, err);
     nvtxRangePop();
     if (rc) return rc;
     CUDA_RET(cudaStreamSynchronize(g->stream));

@@ -18,9 +18,10 @@
  * layer's own split the plain forward's bits, splits with blocks that have no slice, and bad splits refused; tf32,
  * fp16 and bf16 on mma.sync and on wgmma (sm_90a) alike, and wgmma refused where it cannot run.
  *
- * Pieces: nc_gpu_run on a chunk of >= 2 * NC_GPU_PIECE_MIN images calls the forward once a piece (logged here; the
- * first piece the smallest), and its predictions and logits are bit for bit those of chunks small enough to run whole;
- * through a session on the cuda backend too (a conv model, fp32 and tf32), where Op Time must be positive.
+ * Pieces: nc_gpu_run on a chunk of >= 2 * NC_GPU_PIECE_MIN images calls the forward for the head once a piece (the
+ * first the smallest, whole 128s but the last), then once for the tail on the whole chunk (logged here), and its
+ * predictions and logits are bit for bit those of chunks small enough to run whole; through a session on the cuda
+ * backend too (a conv model, fp32 and tf32), where Op Time must be positive.
  */
 #ifndef NC_HAVE_CUDA
 #include <stdio.h>
@@ -290,16 +291,35 @@ static void test_kernel_choice(int major, int minor) {
 /* ---------------------------------------------------------------- the chunk loop in pieces */
 
 typedef struct {
-    int precision, n, B[64]; /* the B of each forward call */
+    int precision, n, from[64], to[64], B[64]; /* the layers and B of each forward call */
+    size_t i0[64];
 } piece_log;
 
-/* A forward for a "flatten; dense 10 bias" model on 12x12 input: logs B, then the dense layer. */
-static int dense_forward(void *ctx, nc_gpu *g, int B, int *out, nc_error *err) {
+/* A forward for a "flatten; dense 10 bias" model on 12x12 input: logs the call, then runs the dense layer where
+ * [from, to) holds it. */
+static int dense_forward(void *ctx, nc_gpu *g, int from, int to, size_t i0, int B, int *cur, nc_error *err) {
     piece_log *L = (piece_log *)ctx;
-    if (L->n < 64) L->B[L->n++] = B;
-    *out = 1;
-    return nc_cuda_dense_tc_forward(L->precision, g->act[1], g->act[0], g->weight[1], g->bias[1], B, 144, 10, g->stream,
-                                    err);
+    if (L->n < 64) L->from[L->n] = from, L->to[L->n] = to, L->i0[L->n] = i0, L->B[L->n++] = B;
+    if (from > 1 || to <= 1) return NC_OK;
+    const int rc = nc_cuda_dense_tc_forward(L->precision, g->act[1 - *cur] + i0 * 10, g->act[*cur] + i0 * 144,
+                                            g->weight[1], g->bias[1], B, 144, 10, g->stream, err);
+    *cur = 1 - *cur;
+    return rc;
+}
+
+/* Whether a log is one chunk of N images: `pieces` head calls (layers [0, 1)), each from where the one before it
+ * ends, a first smaller than the others, which are equal but the last, all but the last whole 128s, then one tail
+ * call (layers [1, 2)) on all N. */
+static int one_chunk(const piece_log *L, int N, int pieces) {
+    int ok = L->n == pieces + 1 && pieces > 1 && L->B[0] < L->B[1];
+    size_t next = 0;
+    for (int i = 0; ok && i < pieces; i++) {
+        ok = L->from[i] == 0 && L->to[i] == 1 && L->i0[i] == next && (i + 1 == pieces || L->B[i] % 128 == 0) &&
+             (i < 2 || i + 1 == pieces || L->B[i] == L->B[1]);
+        next += (size_t)L->B[i];
+    }
+    return ok && next == (size_t)N && L->from[pieces] == 1 && L->to[pieces] == 2 && L->i0[pieces] == 0 &&
+           L->B[pieces] == N;
 }
 
 /* n images through nc_gpu_run with chunks of `chunk`: predictions, logits and the forward's log. */
@@ -328,7 +348,7 @@ static void test_plan_pieces(void) {
     check_rc(rc, &err, "nc_model_build");
     if (rc) return;
     nc_model_init_seeded(m, 11);
-    const int N = 5 * NC_GPU_PIECE_MIN + 123; /* 4 pieces in one chunk */
+    const int N = 5 * NC_GPU_PIECE_MIN + 123; /* 5 pieces in one chunk */
     uint8_t *img = xmalloc((size_t)N * 144);
     for (size_t i = 0; i < (size_t)N * 144; i++) img[i] = (uint8_t)next_u32();
     int *pa = xmalloc(N * sizeof(int)), *pb = xmalloc(N * sizeof(int));
@@ -340,14 +360,16 @@ static void test_plan_pieces(void) {
         piece_log A, B;
         run_plan(m, pr, (size_t)N, img, N, pa, la, &A);
         run_plan(m, pr, NC_GPU_PIECE_MIN - 1, img, N, pb, lb, &B); /* every chunk one piece */
-        int sum = 0, full = 1;
-        for (int i = 0; i < A.n; i++) sum += A.B[i];
-        for (int i = 0; i + 1 < A.n; i++) full &= A.B[i] % 128 == 0;
-        const int small_first = A.n > 1 && A.B[0] < A.B[1]; /* the piece whose upload shows is the small one */
-        if (A.n != NC_GPU_MAX_PIECES || sum != N || !full || !small_first)
-            fprintf(stderr, "pieces %s: %d forward calls over %d images (first %d)\n", names[pr], A.n, sum, A.B[0]);
-        CHECK(A.n == NC_GPU_MAX_PIECES && sum == N && full && small_first);
-        CHECK(B.n == (N + NC_GPU_PIECE_MIN - 2) / (NC_GPU_PIECE_MIN - 1));
+        const int split = one_chunk(&A, N, 5);
+        if (!split) {
+            fprintf(stderr, "pieces %s: %d forward calls over %d images:", names[pr], A.n, N);
+            for (int i = 0; i < A.n && i < 64; i++)
+                fprintf(stderr, " [%d,%d) %zu+%d", A.from[i], A.to[i], A.i0[i], A.B[i]);
+            fprintf(stderr, "\n");
+        }
+        CHECK(split);
+        /* Chunks of NC_GPU_PIECE_MIN - 1 images: one head and one tail call each. */
+        CHECK(B.n == 2 * ((N + NC_GPU_PIECE_MIN - 2) / (NC_GPU_PIECE_MIN - 1)));
         const int same = memcmp(pa, pb, N * sizeof(int)) == 0 && memcmp(la, lb, (size_t)N * 10 * sizeof(float)) == 0;
         if (!same) fprintf(stderr, "pieces %s: predictions or logits differ from whole chunks\n", names[pr]);
         CHECK(same);
@@ -360,12 +382,12 @@ static void test_plan_pieces(void) {
     nc_model_free(m);
 }
 
-/* The cuda backend through sessions: one chunk of 3 pieces against chunks of one piece, bit for bit. */
-static void test_session_pieces(int precision) {
+/* The cuda backend through sessions: one chunk of 3 pieces against chunks of one piece, bit for bit, on a model of
+ * n_conv conv layers (with two, the second is in the tail, which runs once on the whole chunk). */
+static void test_session_pieces(int precision, const char *layers, int n_conv) {
     nc_error err = {0};
     nc_model *m = NULL;
-    int rc = nc_model_build(&m, "small", "1x28x28 raw",
-                            "conv 8 5; tanh; maxpool 2 2; flatten; dense 64 bias; tanh; dense 10 bias", &err);
+    int rc = nc_model_build(&m, "small", "1x28x28 raw", layers, &err);
     check_rc(rc, &err, "nc_model_build");
     if (rc) return;
     nc_model_init_seeded(m, 3);
@@ -391,9 +413,12 @@ static void test_session_pieces(int precision) {
         const int same = memcmp(pa, pb, N * sizeof(int)) == 0 && memcmp(la, lb, (size_t)N * 10 * sizeof(float)) == 0;
         if (!same) fprintf(stderr, "session %s: pieces differ from whole chunks\n", names[precision]);
         CHECK(same);
-        CHECK(t1.n_conv == 1 && t1.conv_s[0] > 0.0 && t2.conv_s[0] > 0.0 && t1.total_s > 0.0);
-        printf("session %s, %d images: Op Time %.3f ms in pieces, %.3f ms in chunks\n", names[precision], N,
-               t1.conv_s[0] * 1e3, t2.conv_s[0] * 1e3);
+        CHECK(t1.n_conv == n_conv && t2.n_conv == n_conv && t1.total_s > 0.0);
+        for (int i = 0; i < n_conv; i++) {
+            CHECK(t1.conv_s[i] > 0.0 && t2.conv_s[i] > 0.0);
+            printf("session %s, %d conv layers, %d images: conv %d Op Time %.3f ms in pieces, %.3f ms in chunks\n",
+                   names[precision], n_conv, N, i, t1.conv_s[i] * 1e3, t2.conv_s[i] * 1e3);
+        }
     }
     nc_session_free(s1);
     nc_session_free(s2);
@@ -444,8 +469,13 @@ int main(void) {
     CHECK(worst[NC_PRECISION_3XTF32] * 20.0 < worst[NC_PRECISION_TF32]);
     CHECK(worst[NC_PRECISION_TF32] > 0.0 && worst[NC_PRECISION_FP16] > 0.0);
     test_plan_pieces();
-    test_session_pieces(NC_PRECISION_FP32);
-    test_session_pieces(NC_PRECISION_TF32);
+    const char *one = "conv 8 5; tanh; maxpool 2 2; flatten; dense 64 bias; tanh; dense 10 bias";
+    const char *two = "conv 6 5; relu; maxpool 2 2; conv 16 5; tanh; maxpool 2 2; flatten; dense 40 bias; relu; "
+                      "dense 10 bias";
+    for (int pr = NC_PRECISION_FP32; pr <= NC_PRECISION_TF32; pr++) {
+        test_session_pieces(pr, one, 1);
+        test_session_pieces(pr, two, 2);
+    }
     CU(cudaStreamDestroy(stream));
     return nc_test_done("test_dense_tc");
 }
