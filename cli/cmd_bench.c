@@ -493,6 +493,10 @@ static int bench_on_gpu(const bench_args *a, cJSON *out, nc_error *err) {
                        "bench --backend %s: no CUDA GPU found; --backend cpu runs the CPU bench", a->backend);
     for (int i = 0; i < a->n_models && !rc; i++) rc = nc_model_load(&models[i], a->models[i], err);
     if (!rc && a->n_models) rc = nc_dataset_load_split(&ds, a->data_dir, "t10k", err);
+    if (!rc && a->n_models) { /* page-locked as eval's are; where that fails the runs copy them, as on any memory */
+        nc_error ignored = {0};
+        (void)nc_dataset_pin(&ds, &ignored);
+    }
     if (!rc) {
         printf("nanoconv bench: backend %s, N =", a->backend);
         for (int i = 0; i < a->n_ns; i++) printf("%s%d", i ? "," : " ", ns[i]);
@@ -542,8 +546,9 @@ static void usage(void) {
         "              TF32; ms, GFLOP/s, GB/s, share of the floor (bytes over the measured copy bandwidth, or FLOPs\n"
         "              over the peak of the row's precision: FFMA for fp32, cuBLAS TF32 for tf32 and 3xtf32 (its\n"
         "              2 or 3 MMAs a product counted), cuBLAS fp16 and bf16), ratio to cuDNN fp32 (cuBLAS fp32 for\n"
-        "              dense); then per model and N the whole network, host uint8 images to predictions, on cuda at\n"
-        "              each --precision and on cudnn. Rows below fp32 say \"reduced precision\".\n"
+        "              dense); then per model and N the whole network, host uint8 images (page-locked, as eval's) to\n"
+        "              predictions, on cuda at each --precision and on cudnn. Rows below fp32 say \"reduced\n"
+        "              precision\".\n"
         "  cpu-ref     (any other backend) the whole network and the convolutions' Op Times\n"
         "  -m, --model FILE      a model (several: GPU only)\n"
         "      --shape SPEC      a layer, " SHAPE_SYNTAX "\n"

@@ -46,6 +46,7 @@ typedef struct nc_dataset {
     int h, w;        /* image height and width */
     uint8_t *images; /* (n, h, w) */
     uint8_t *labels; /* (n), each 0..255 */
+    int pinned;      /* images page-locked by nc_dataset_pin */
 } nc_dataset;
 
 /* Reads an IDX image file and its IDX label file, each raw or gzip-compressed
@@ -60,6 +61,11 @@ int nc_dataset_load_split(nc_dataset *ds, const char *dir, const char *split, nc
 
 /* The directory nc_dataset_load_split uses when dir is NULL. */
 const char *nc_default_data_dir(void);
+
+/* Page-locks ds's images (cudaHostRegister), so that the GPU backends upload them from where they are instead of
+ * copying them into page-locked memory of their own first; nc_dataset_free unlocks them. NC_ERR_UNAVAILABLE where
+ * nanoconv was built without CUDA or the machine has no GPU: ds is then as it was, and runs work as on any memory. */
+int nc_dataset_pin(nc_dataset *ds, nc_error *err);
 
 void nc_dataset_free(nc_dataset *ds);
 

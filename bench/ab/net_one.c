@@ -4,7 +4,9 @@
  *   net_one MODEL N ROUNDS REPS PRECISION...      PRECISION fp32, tf32, 3xtf32, fp16, bf16, or cudnn (that backend)
  * Each round times a fresh session of each precision in the order given, then probes a fresh pinned buffer of the
  * N images' size: the host copy into it (nc_host_copy, as the backend does) and its upload (cudaMemcpyAsync), each
- * the median of 5. The test images come from $NANOCONV_DATA. Built as the net_one target of a build with CUDA. */
+ * the median of 5. The test images come from $NANOCONV_DATA, page-locked as the bench's and eval's are
+ * (nc_dataset_pin; NET_ONE_PAGEABLE=1 leaves them pageable, so that the runs copy them first). Built as the net_one
+ * target of a build with CUDA. */
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -131,6 +133,9 @@ int main(int argc, char **argv) {
     } else if (n < 1 || n > ds.n) {
         fprintf(stderr, "net_one: N %d: the test split has %d images\n", n, ds.n);
         rc = 2;
+    } else if (!getenv("NET_ONE_PAGEABLE") && nc_dataset_pin(&ds, &err)) {
+        fprintf(stderr, "net_one: %s\n", err.msg);
+        rc = 1;
     } else if (!(pred = malloc((size_t)n * sizeof(int)))) {
         fprintf(stderr, "net_one: out of host memory\n");
         rc = 1;

@@ -190,12 +190,27 @@ static int gpu_pieces(int B, int start[NC_GPU_MAX_PIECES + 1]) {
     return n;
 }
 
-/* Piece p's images (B of them, chunk images i0.. at images) into pinned memory, then to the device on g->upload;
- * g->uploaded[p] says when they are in. */
-static int gpu_upload(nc_gpu *g, int p, const uint8_t *images, int i0, int B, size_t hw, nc_error *err) {
+/* Whether the n bytes at p are page-locked (cudaMallocHost, cudaHostRegister: nc_dataset_pin), judged by their first
+ * and last: a transfer can then read them where they are. */
+static int gpu_pinned(const void *p, size_t n) {
+    for (int i = 0; i < 2; i++) {
+        cudaPointerAttributes a;
+        if (cudaPointerGetAttributes(&a, (const char *)p + (i ? n - 1 : 0)) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return 0;
+        }
+        if (a.type != cudaMemoryTypeHost) return 0;
+    }
+    return 1;
+}
+
+/* Piece p's images (B of them, chunk images i0.. at images) to the device on g->upload, from where they are if they
+ * are page-locked, else copied into pinned memory first; g->uploaded[p] says when they are in. */
+static int gpu_upload(nc_gpu *g, int p, const uint8_t *images, int pinned, int i0, int B, size_t hw, nc_error *err) {
     const size_t o = (size_t)i0 * hw, bytes = (size_t)B * hw;
-    nc_host_copy(g->h_img + o, images + o, bytes);
-    CUDA_RET(cudaMemcpyAsync(g->img_alloc + o, g->h_img + o, bytes, cudaMemcpyHostToDevice, g->upload));
+    if (!pinned) nc_host_copy(g->h_img + o, images + o, bytes);
+    CUDA_RET(
+        cudaMemcpyAsync(g->img_alloc + o, (pinned ? images : g->h_img) + o, bytes, cudaMemcpyHostToDevice, g->upload));
     CUDA_RET(cudaEventRecord(g->uploaded[p], g->upload));
     return NC_OK;
 }
@@ -258,6 +273,8 @@ int nc_gpu_run(nc_gpu *g, nc_gpu_forward_fn forward, void *ctx, const uint8_t *i
     int rc = nc_gpu_reserve(g, chunk, hw, err);
     if (rc) return rc;
     g->in_u8 = g->raw_input && h == g->m->input.h && w == g->m->input.w;
+    /* The transfers read the caller's images until the chunk's end is waited for (gpu_finish, or the error path). */
+    const int pinned = gpu_pinned(images, (size_t)n * hw);
     for (size_t i0 = 0; i0 < (size_t)n; i0 += chunk) {
         const int B = (int)((size_t)n - i0 < chunk ? (size_t)n - i0 : chunk);
         int start[NC_GPU_MAX_PIECES + 1];
@@ -265,7 +282,7 @@ int nc_gpu_run(nc_gpu *g, nc_gpu_forward_fn forward, void *ctx, const uint8_t *i
         int cur = 0;
         for (int p = 0; p < pieces && !rc; p++) {
             nvtxRangePushA("upload");
-            rc = gpu_upload(g, p, images + i0 * hw, start[p], start[p + 1] - start[p], hw, err);
+            rc = gpu_upload(g, p, images + i0 * hw, pinned, start[p], start[p + 1] - start[p], hw, err);
             nvtxRangePop();
             if (!rc) rc = gpu_head(g, forward, ctx, p, start[p], start[p + 1] - start[p], h, w, &cur, err);
         }

@@ -9,7 +9,8 @@
  * A large chunk runs in pieces (NC_GPU_MAX_PIECES at most), but only the
  * network's head: the input's scaling and the layers before its second conv
  * layer or first dense layer (its first convolution, with the activation and
- * pooling after it). Piece i + 1's images are copied into pinned memory and
+ * pooling after it). Piece i + 1's images are copied into pinned memory (or,
+ * where the caller's are page-locked, read where they are: nc_dataset_pin) and
  * uploaded on a second stream while the head runs on piece i on g->stream;
  * once every piece has been through it, the tail (the other layers) runs once
  * on the whole chunk, where the dense GEMMs take whole waves and a second

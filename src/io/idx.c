@@ -23,6 +23,9 @@
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
+#ifdef NC_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 #define IDX_MAGIC_IMAGES 0x00000803u
 #define IDX_MAGIC_LABELS 0x00000801u
@@ -270,8 +273,27 @@ int nc_dataset_load_split(nc_dataset *ds, const char *dir, const char *split, nc
     return nc_dataset_load(ds, images_path, labels_path, err);
 }
 
+int nc_dataset_pin(nc_dataset *ds, nc_error *err) {
+    if (ds->pinned || !ds->images || ds->n <= 0) return NC_OK;
+#ifdef NC_HAVE_CUDA
+    const size_t bytes = (size_t)ds->n * (size_t)ds->h * (size_t)ds->w;
+    const cudaError_t e = cudaHostRegister(ds->images, bytes, cudaHostRegisterDefault);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return nc_fail(err, NC_ERR_UNAVAILABLE, "page-locking %zu bytes of images: %s", bytes, cudaGetErrorString(e));
+    }
+    ds->pinned = 1;
+    return NC_OK;
+#else
+    return nc_fail(err, NC_ERR_UNAVAILABLE, "page-locking images: nanoconv was built without CUDA");
+#endif
+}
+
 void nc_dataset_free(nc_dataset *ds) {
     if (!ds) return;
+#ifdef NC_HAVE_CUDA
+    if (ds->pinned) (void)cudaHostUnregister(ds->images); /* nothing to report: the memory is freed either way */
+#endif
     free(ds->images);
     free(ds->labels);
     memset(ds, 0, sizeof *ds);

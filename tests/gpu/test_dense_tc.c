@@ -414,6 +414,17 @@ static void test_session_pieces(int precision, const char *layers, int n_conv) {
         if (!same) fprintf(stderr, "session %s: pieces differ from whole chunks\n", names[precision]);
         CHECK(same);
         CHECK(t1.n_conv == n_conv && t2.n_conv == n_conv && t1.total_s > 0.0);
+        /* The same images page-locked (nc_dataset_pin): uploaded from where they are, the same bits. */
+        nc_dataset ds = {N, 28, 28, xmalloc((size_t)N * 784), xmalloc((size_t)N), 0};
+        memcpy(ds.images, img, (size_t)N * 784);
+        check_rc(nc_dataset_pin(&ds, &err), &err, "nc_dataset_pin");
+        CHECK(ds.pinned == 1);
+        memset(pb, 0xFF, N * sizeof(int));
+        check_rc(nc_session_run(s1, ds.images, N, 28, 28, pb, lb, NULL, &err), &err, "run (pinned images)");
+        const int pinned = memcmp(pa, pb, N * sizeof(int)) == 0 && memcmp(la, lb, (size_t)N * 10 * sizeof(float)) == 0;
+        if (!pinned) fprintf(stderr, "session %s: page-locked images give other bits\n", names[precision]);
+        CHECK(pinned);
+        nc_dataset_free(&ds);
         for (int i = 0; i < n_conv; i++) {
             CHECK(t1.conv_s[i] > 0.0 && t2.conv_s[i] > 0.0);
             printf("session %s, %d conv layers, %d images: conv %d Op Time %.3f ms in pieces, %.3f ms in chunks\n",
