@@ -17,6 +17,11 @@ int cli_usage_error(const char *fmt, ...)
     ;
 /* Parses a non-negative int option value; returns 0 and prints the error if it is not one. */
 int cli_parse_int(const char *opt, const char *s, long lo, long hi, long *out);
+/* Whether a backend name is one of the GPU backends (cuda, cudnn). */
+int cli_is_gpu_backend(const char *backend);
+/* For a GPU backend, page-locks ds's images (nc_dataset_pin), so that a run uploads them from where they are. Where
+ * that fails the runs copy them into pinned memory of their own, as on any memory: not an error. */
+void cli_pin_images(const char *backend, nc_dataset *ds);
 
 int cmd_eval(int argc, char **argv);
 int cmd_profile(int argc, char **argv);

@@ -456,10 +456,6 @@ static int bench_on_cpu(const bench_args *a, cJSON *out, nc_error *err) {
 
 /* ------------------------------------------------------------------ the GPU bench */
 
-static int is_gpu_backend(const char *b) {
-    return !strcmp(b, "cuda") || !strcmp(b, "cudnn");
-}
-
 /* cuda where this build has it and a GPU is present, else cpu. */
 static const char *default_backend(void) {
 #ifdef NC_HAVE_CUDA
@@ -493,10 +489,7 @@ static int bench_on_gpu(const bench_args *a, cJSON *out, nc_error *err) {
                        "bench --backend %s: no CUDA GPU found; --backend cpu runs the CPU bench", a->backend);
     for (int i = 0; i < a->n_models && !rc; i++) rc = nc_model_load(&models[i], a->models[i], err);
     if (!rc && a->n_models) rc = nc_dataset_load_split(&ds, a->data_dir, "t10k", err);
-    if (!rc && a->n_models) { /* page-locked as eval's are; where that fails the runs copy them, as on any memory */
-        nc_error ignored = {0};
-        (void)nc_dataset_pin(&ds, &ignored);
-    }
+    if (!rc && a->n_models) cli_pin_images(a->backend, &ds); /* as eval's are */
     if (!rc) {
         printf("nanoconv bench: backend %s, N =", a->backend);
         for (int i = 0; i < a->n_ns; i++) printf("%s%d", i ? "," : " ", ns[i]);
@@ -694,7 +687,7 @@ int cmd_bench(int argc, char **argv) {
     if (optind < argc) return cli_usage_error("bench: unexpected argument '%s'", argv[optind]);
     if (!a.n_models && !a.n_shapes) return cli_usage_error("bench: give a model (-m FILE) or a layer (--shape SPEC)");
     if (!a.backend) a.backend = default_backend();
-    const int gpu = is_gpu_backend(a.backend);
+    const int gpu = cli_is_gpu_backend(a.backend);
     const char *other = misplaced_option(&a, gpu);
     if (other)
         return cli_usage_error("bench: %s is for the %s bench, not --backend %s", other, gpu ? "cpu" : "GPU",

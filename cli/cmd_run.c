@@ -105,14 +105,6 @@ static const char run_options_help[] =
     "                        bf16 (reduced precision) or 3xtf32 (near-exact)\n"
     "      --json            print the results as one JSON object\n";
 
-/* For the GPU backends, page-locks the images (nc_dataset_pin), so that a run uploads them from where they are; where
- * that fails the runs copy them into pinned memory of their own, as before, so a failure is not an error. */
-static void pin_for_backend(const char *backend, nc_dataset *ds) {
-    if (strcmp(backend, "cuda") != 0 && strcmp(backend, "cudnn") != 0) return;
-    nc_error ignored = {0};
-    (void)nc_dataset_pin(ds, &ignored);
-}
-
 /* Loads the model and opens a session on it; prints the course's "Loading model... done" unless quiet. */
 static int open_session(const run_args *a, nc_model **m, nc_session **s, int quiet, nc_error *err) {
     if (!quiet) {
@@ -219,7 +211,7 @@ int eval_main(int argc, char **argv, const eval_hook *hook) {
                                data_dir ? data_dir : nc_default_data_dir());
     }
     rc = open_session(&a, &m, &s, a.json, &err);
-    if (!rc) pin_for_backend(a.backend, &ds);
+    if (!rc) cli_pin_images(a.backend, &ds);
     if (!rc && !(pred = malloc((size_t)n * sizeof *pred))) rc = nc_fail(&err, NC_ERR_NOMEM, "out of memory");
     nc_timing t;
     if (!rc) rc = nc_session_run(s, ds.images, (int)n, ds.h, ds.w, pred, NULL, &t, &err);
@@ -308,7 +300,7 @@ int cmd_predict(int argc, char **argv) {
         return cli_usage_error("-n %ld is more than the %d images in %s", n, have, images);
     }
     rc = open_session(&a, &m, &s, 1, &err);
-    if (!rc) pin_for_backend(a.backend, &ds);
+    if (!rc) cli_pin_images(a.backend, &ds);
     const int classes = rc ? 0 : nc_model_num_classes(m);
     if (!rc && (!(pred = malloc((size_t)n * sizeof *pred)) ||
                 !(logits = malloc((size_t)n * (size_t)classes * sizeof *logits))))

@@ -54,6 +54,16 @@ int cli_parse_int(const char *opt, const char *s, long lo, long hi, long *out) {
     return 1;
 }
 
+int cli_is_gpu_backend(const char *backend) {
+    return !strcmp(backend, "cuda") || !strcmp(backend, "cudnn");
+}
+
+void cli_pin_images(const char *backend, nc_dataset *ds) {
+    if (!cli_is_gpu_backend(backend)) return;
+    nc_error ignored = {0};
+    (void)nc_dataset_pin(ds, &ignored);
+}
+
 static void usage(FILE *f) {
     fprintf(f, "usage: nanoconv COMMAND [options]   (nanoconv COMMAND --help for its options)\n\ncommands:\n");
     for (size_t i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-13s %s\n", commands[i].name, commands[i].help);

@@ -4,8 +4,8 @@
 #include <omp.h>
 #include <string.h>
 
-/* One thread moves about 10 GB/s: a piece of 1152 Fashion-MNIST images (0.9 MB) would take ~90 us, more than its
- * transfer (25 us at 36 GB/s), so that the copies, not the transfers, would pace the pieces. A few threads share the
+/* One thread moves about 10 GB/s: the first piece of 10000 Fashion-MNIST images (1280, 1 MB) would take ~100 us,
+ * four times its transfer, and its upload is the one that shows (gpu_plan.h). A few threads share the
  * memory bandwidth; more than 4 gain little. OpenMP's threads persist between calls, so a call costs no thread start
  * (the run's Total Time includes it). */
 #define COPY_THREADS 4
