@@ -613,11 +613,14 @@ __device__ __forceinline__ void dwg_load_w(unsigned char *ws, const unsigned cha
     }
 }
 
-/* One slice kt of dense_wg_kernel, stage cur = kt % DTC_STAGES: its MMAs issued; then, once slice kt - 1's are done
- * (wgmma.wait_group 1), w's copies of slice kt + 2 into that slice's stage; x of slice kt + 1, loaded into `now` a
- * slice ago, rounded and stored; x of slice kt + 2 loaded into `next` (its latency behind a whole slice's MMAs). One
- * __syncthreads at the end: every thread has stored its x of slice kt + 1, waited for its w copies of it and fenced
- * both to the async proxy, so that the next slice's MMAs may read the stage. */
+/* One slice kt of dense_wg_kernel, stage cur = kt % DTC_STAGES: its MMAs issued; x of slice kt + 1, loaded into
+ * `now` a slice ago, rounded and stored, and x of slice kt + 2 loaded into `next` (its latency behind a whole slice's
+ * MMAs); once slice kt - 1's MMAs are done (wgmma.wait_group 1), w's copies of slice kt + 2 into that slice's stage.
+ * The x step goes before the wait, so that slice kt - 1's MMAs have its time to finish in: on the 2017 dense layer
+ * (H100, bench/ab/dense_one, 2026-11-26; docs/PERFORMANCE-LOG.md) tf32, fp16 and bf16 took 2-4% less so; 3xtf32,
+ * whose x step splits and stores twice as much, 0-1.5% more, and keeps it after the copies. One __syncthreads at the
+ * end: every thread has stored its x of slice kt + 1, waited for its w copies of it and fenced both to the async
+ * proxy, so that the next slice's MMAs may read the stage. */
 template <int P, int VEC>
 __device__ __forceinline__ void dwg_slice(float (&acc)[2][16][4], float (&now)[4][8], float (&next)[4][8],
                                           unsigned char *dsm, uint32_t sm0, const float *__restrict__ x,
@@ -640,12 +643,18 @@ __device__ __forceinline__ void dwg_slice(float (&acc)[2][16][4], float (&now)[4
             dwg_mma<P>(d, dwg_desc<P>(xk), dwg_desc<P>(wk));
         }
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    if constexpr (!DWG_SPLIT(P)) { /* stage n1's MMAs (slice kt - 2's) were waited for a slice ago */
+        if (kt + 1 < tiles) dwg_store_x<P>(dsm + n1 * DWG_STAGE(P), now);
+        if (kt + 2 < tiles) dtc_load_x<VEC, 1, false>(next, x, B, IN, row0, kb + (kt + 2) * DTC_BK, 0);
+    }
     asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); /* slice kt - 1's: stage n2 is free */
     dwg_hold(acc);
     if (kt + 2 < tiles) dwg_load_w<P>(dsm + n2 * DWG_STAGE(P) + DWG_WAT(P), wp, OUT, KP, col0, kb + (kt + 2) * DTC_BK);
     asm volatile("cp.async.commit_group;");
-    if (kt + 1 < tiles) dwg_store_x<P>(dsm + n1 * DWG_STAGE(P), now);
-    if (kt + 2 < tiles) dtc_load_x<VEC, 1, false>(next, x, B, IN, row0, kb + (kt + 2) * DTC_BK, 0);
+    if constexpr (DWG_SPLIT(P)) {
+        if (kt + 1 < tiles) dwg_store_x<P>(dsm + n1 * DWG_STAGE(P), now);
+        if (kt + 2 < tiles) dtc_load_x<VEC, 1, false>(next, x, B, IN, row0, kb + (kt + 2) * DTC_BK, 0);
+    }
     asm volatile("cp.async.wait_group 1;"); /* this thread's w copies of slice kt + 1 */
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     __syncthreads();
