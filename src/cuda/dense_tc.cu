@@ -1,7 +1,8 @@
 /*
  * Dense layers on the tensor cores: y = x w^T + b as a GEMM on mma.sync, or on wgmma where this file is built for
- * sm_90a and the device is sm_90 (dense_wg_kernel, below), for the cuda backend's tensor-core precisions (the
- * default, exact fp32, is layers.cu's SIMT SGEMM).
+ * sm_90a and the device is sm_90 (dense_wg_kernel, and for tf32, fp16 and bf16 where B > 128 the warp-specialized
+ * dense_ws_kernel, below), for the cuda backend's tensor-core precisions (the default, exact fp32, is layers.cu's
+ * SIMT SGEMM).
  *
  *   tf32    m16n8k8 (wgmma: m64n128k8), both operands rounded to TF32 (10-bit mantissa): reduced precision.
  *   3xtf32  each operand split into a TF32 high part and the TF32 rounding of its remainder, three MMAs
@@ -54,6 +55,8 @@
  * x loads are 16 bytes where x and IN allow it, else 4; rows past B and k past IN are zeros.
  */
 #include <cooperative_groups.h>
+#include <cuda.h>         /* CUtensorMap */
+#include <cudaTypedefs.h> /* PFN_cuTensorMapEncodeTiled */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -83,8 +86,6 @@
  * multiple of 4 (H100, 2026-11-26, dense_one on the 2017 layer: split in 2, 0.83 ms on the piece of 8720 on wgmma
  * against 0.86 split in 4, 1.27 against 1.30 on mma.sync; 0.171 against 0.183 on the piece of 1280). */
 #define DTC_MAX_KSPLITS_3X 2
-#define DTC_RED_LD (DTC_BN + 8)                                    /* floats a row of a block's sums, split k */
-#define DTC_RED_SMEM ((size_t)DTC_BM * DTC_RED_LD * sizeof(float)) /* 69.6 KB */
 
 /* Round to TF32, to nearest even. sm_90's cvt.rn is one instruction (F2FP). */
 __device__ __forceinline__ uint32_t dtc_tf32(float v) {
@@ -305,33 +306,39 @@ __device__ __forceinline__ void dtc_store_y(float *__restrict__ y, const float *
 }
 
 /* The split of k (S > 1, sm_90): the S blocks of a cluster (grid z) each summed their share of the slices for the
- * same 128 x 128 tile, each warp rows wm + RS i (NI of 16) by 8 NJ columns from wn in acc (dtc_store_y's layout);
- * each block writes its
- * sums into its own shared memory (the stages are done with: 128 rows of
- * DTC_RED_LD floats, a quarter warp's float2 pairs on distinct banks), and after the cluster's barrier block s adds
- * up rows s 128 / S .. of all S tiles through distributed shared memory, always in the order 0, 1, .., S - 1, then
- * the bias, and stores them (16 bytes where y and OUT allow). The second barrier keeps every block's shared memory
- * alive until the others have read it. */
-template <int NI, int NJ, int RS>
-__device__ __forceinline__ void dtc_reduce_store(float *__restrict__ y, const float *__restrict__ b,
-                                                 const float (&acc)[NI][NJ][4], float *red, int B, int OUT, int row0,
-                                                 int col0, int wm, int wn, int g, int t) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    namespace cg = cooperative_groups;
-    cg::cluster_group cluster = cg::this_cluster();
+ * same tile of 128 rows by BN columns. Each block writes its sums into its own shared memory (dtc_red_put, once the
+ * stages are done with: 128 rows of BN + 8 floats, a quarter warp's float2 pairs on distinct banks), and after the
+ * cluster's barrier block s adds up rows s 128 / S .. of all S tiles through distributed shared memory, always in
+ * the order 0, 1, .., S - 1, then the bias, and stores them (dtc_red_sum; 16 bytes where y and OUT allow). The second
+ * barrier keeps every block's shared memory alive until the others have read it. */
+#define DTC_RED_SMEM_BN(BN) ((size_t)DTC_BM * ((BN) + 8) * sizeof(float)) /* BN 128: 69.6 KB, 256: 135.2 KB */
+
+/* A thread's sums into red: acc in dtc_store_y's layout, the warp's rows wm + RS i (NI of 16) by 8 NJ columns from
+ * wn. */
+template <int NI, int NJ, int RS, int BN>
+__device__ __forceinline__ void dtc_red_put(float *red, const float (&acc)[NI][NJ][4], int wm, int wn, int g, int t) {
 #pragma unroll
     for (int i = 0; i < NI; i++)
 #pragma unroll
         for (int j = 0; j < NJ; j++)
 #pragma unroll
             for (int h = 0; h < 2; h++)
-                *reinterpret_cast<float2 *>(red + (wm + RS * i + g + 8 * h) * DTC_RED_LD + wn + 8 * j + 2 * t) =
+                *reinterpret_cast<float2 *>(red + (wm + RS * i + g + 8 * h) * (BN + 8) + wn + 8 * j + 2 * t) =
                     make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+}
+
+/* Every thread of every block of the cluster, once each has put its sums into red (dtc_red_put). */
+template <int BN>
+__device__ __forceinline__ void dtc_red_sum(float *__restrict__ y, const float *__restrict__ b, float *red, int B,
+                                            int OUT, int row0, int col0) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    namespace cg = cooperative_groups;
+    cg::cluster_group cluster = cg::this_cluster();
     cluster.sync();
     const int S = (int)cluster.num_blocks(), s = (int)cluster.block_rank(), R = DTC_BM / S;
     const int quads = (OUT & 3) == 0 && ((uintptr_t)y & 15) == 0;
-    for (int e = (int)threadIdx.x; e < R * DTC_BN / 4; e += (int)blockDim.x) {
-        const int r = s * R + e / (DTC_BN / 4), c = 4 * (e % (DTC_BN / 4)), off = r * DTC_RED_LD + c;
+    for (int e = (int)threadIdx.x; e < R * BN / 4; e += (int)blockDim.x) {
+        const int r = s * R + e / (BN / 4), c = 4 * (e % (BN / 4)), off = r * (BN + 8) + c;
         float4 v = *reinterpret_cast<const float4 *>(cluster.map_shared_rank(red, 0) + off);
         for (int q = 1; q < S; q++) {
             const float4 u = *reinterpret_cast<const float4 *>(cluster.map_shared_rank(red, q) + off);
@@ -355,6 +362,15 @@ __device__ __forceinline__ void dtc_reduce_store(float *__restrict__ y, const fl
 #else
     __trap(); /* the launcher splits k only on sm_90 and later */
 #endif
+}
+
+/* Both, for a 128 x 128 tile. */
+template <int NI, int NJ, int RS>
+__device__ __forceinline__ void dtc_reduce_store(float *__restrict__ y, const float *__restrict__ b,
+                                                 const float (&acc)[NI][NJ][4], float *red, int B, int OUT, int row0,
+                                                 int col0, int wm, int wn, int g, int t) {
+    dtc_red_put<NI, NJ, RS, DTC_BN>(red, acc, wm, wn, g, t);
+    dtc_red_sum<DTC_BN>(y, b, red, B, OUT, row0, col0);
 }
 
 /* acc = 0, a thread's accumulators (unrolled: every index constant, so that they stay in registers). */
@@ -714,6 +730,205 @@ __global__ void __launch_bounds__(DTC_THREADS, DWG_SPLIT(P) ? 1 : 2)
 #endif
 }
 
+/* ---------------------------------------------------------------- wgmma, warp-specialized (sm_90a) */
+
+/*
+ * tf32, fp16 and bf16 on wgmma with the warps specialized (dense_ws_kernel), where dense_wg_kernel runs and B > 128:
+ * a block of three warpgroups on a tile of 128 rows (images) by 256 columns (outputs), one block an SM.
+ *  - Warpgroup 0 is the producer. It fills a ring of DWS_STAGES(P) stages (192 KB): w's tile of a slice by one TMA
+ *    copy (cp.async.bulk.tensor; the tensor map, made by the launcher over the prepared weights, swizzles as
+ *    dwg_at does and zero-fills rows past OUT), x's through registers as dense_wg_kernel's (rounded to P, stored,
+ *    fenced to the async proxy), loaded DWS_XSETS slices ahead.
+ *  - Warpgroups 1 and 2 are the consumers, rows 0-63 and 64-127 of the tile: one m64n256 MMA a k step each, 128
+ *    accumulators a thread.
+ *  - No __syncthreads in the loop. Each stage has two mbarriers: `full` takes the 128 producer threads' arrivals
+ *    after their x stores, and one more that expects the TMA copy's bytes; `empty` takes the 256 consumer threads'
+ *    arrivals once the stage's MMAs are done (after the next slice's wgmma.wait_group 1).
+ * Against dense_wg_kernel: x is read from L2 half as often (the 2017 layer's 500 outputs make 2 column tiles, not 4),
+ * and the producer runs up to the ring's depth ahead of the MMAs where dense_wg_kernel's warps stage one slice
+ * between two barriers. The k order and the split of k are dense_wg_kernel's (the same slices a block, each slice's
+ * k steps in turn, the cluster's sums in the same order), so the outputs are the same bits (tests/gpu/test_dense_tc.c
+ * checks it), and the launcher may choose between the two by B.
+ * H100, 2026-11-26, bench/ab/dense_one on the 2017 dense layer in one call (docs/PERFORMANCE-LOG.md): tf32 0.323 ms
+ * at B 10000 against dense_wg_kernel's 0.419, fp16 and bf16 0.26 against 0.36. ncu on the first version (x two slices
+ * ahead, two m64n128 a k step): the consumers waited on `full`, the producer on x's loads; x four slices ahead took
+ * 5-10% less, and m64n256 (A read once a k step) 2-6% less again. Left out: w's tile shared by the blocks of two tiles
+ * of rows (a cluster's pair, each copying half by TMA multicast: half the L2 traffic of w), the same time at tf32 and
+ * 3-6% more at fp16; x prefetched into L2 further ahead, within 2%.
+ */
+#define DWS_BN 256                                     /* block tile: outputs */
+#define DWS_THREADS 384                                /* the producer warpgroup, then two consumers */
+#define DWS_XT(P) (DTC_BM * DWG_ROW(P))                /* x's tile: tf32 16 KB, fp16/bf16 8 KB */
+#define DWS_STAGE(P) (DWS_XT(P) + DWS_BN * DWG_ROW(P)) /* x's tile, then w's: 48 KB, 24 KB */
+#define DWS_STAGES(P) (DWG_IS32(P) ? 4 : 8)            /* 192 KB of shared memory either way */
+#define DWS_MAX_STAGES 8
+#define DWS_XSETS 4 /* x's register sets: the producer loads x this many slices ahead */
+#define DWS_SMEM(P) ((size_t)DWS_STAGES(P) * DWS_STAGE(P) + 1024) /* 1 KB more to align the stages */
+
+__device__ __forceinline__ void dws_bar_init(uint32_t bar, int count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+
+/* Waits for the completion of the phase of parity `parity` of the mbarrier at bar (acquire). */
+__device__ __forceinline__ void dws_bar_wait(uint32_t bar, int parity) {
+    asm volatile("{\n\t.reg .pred done;\n"
+                 "WAIT:\n\t"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
+                 "@!done bra WAIT;\n}" ::"r"(bar),
+                 "r"(parity)
+                 : "memory");
+}
+
+/* This thread's arrival on the mbarrier at bar (release). */
+__device__ __forceinline__ void dws_bar_arrive(uint32_t bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+
+/* An arrival that also expects `bytes` more of asynchronous copies before the phase completes. */
+__device__ __forceinline__ void dws_bar_arrive_tx(uint32_t bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+
+/* The box of the tensor map at map whose corner is (k, row) into shared memory at dst, complete_tx on bar. */
+__device__ __forceinline__ void dws_tma(uint32_t dst, const void *map, int k, int row, uint32_t bar) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
+                 "[%4];" ::"r"(dst),
+                 "l"(map), "r"(k), "r"(row), "r"(bar)
+                 : "memory");
+}
+
+/* m64n256's 128 accumulators: the register list, %0 .. %127 (the operands: DWG_D_OPS of each half). */
+#define DWS_D_REGS                                                                                                     \
+    "{"                                                                                                                \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                           \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                                 \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                                 \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "                                 \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "                                 \
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "                                 \
+    "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "                     \
+    "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"                   \
+    "}"
+#define DWS_MMA(instr, tail)                                                                                           \
+    asm volatile(instr " " DWS_D_REGS ", %128, %129, " tail ";" : DWG_D_OPS(d0), DWG_D_OPS(d1) : "l"(da), "l"(db))
+
+/* dwg_mma on one m64n256 tile: columns 0-127 of it in acc[0], 128-255 in acc[1] (dwg_mma's layout each), so that
+ * A is read once for both halves. */
+template <int P> __device__ __forceinline__ void dws_mma(float (&acc)[2][16][4], uint64_t da, uint64_t db) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    float(&d0)[64] = reinterpret_cast<float(&)[64]>(acc[0]);
+    float(&d1)[64] = reinterpret_cast<float(&)[64]>(acc[1]);
+    if constexpr (DWG_IS32(P))
+        DWS_MMA("wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32", "1, 1, 1");
+    else if constexpr (P == NC_PRECISION_FP16)
+        DWS_MMA("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16", "1, 1, 1, 0, 0");
+    else
+        DWS_MMA("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", "1, 1, 1, 0, 0");
+#else
+    (void)acc, (void)da, (void)db;
+#endif
+}
+
+/* The producer's slice kt (of `tiles`), stage st, its n-th use: waits for the stage to be free (the consumers'
+ * arrivals after its n - 1-th use; the first use passes at once), starts w's copy, stores x of slice kt (in now,
+ * loaded DWS_XSETS slices ago), and loads x of slice kt + DWS_XSETS into now. */
+template <int P, int VEC>
+__device__ __forceinline__ void dws_produce(float (&now)[4][8], unsigned char *dsm, uint32_t sm0, uint32_t bars,
+                                            const void *map, const float *__restrict__ x, int B, int IN, int row0,
+                                            int col0, int kb, int kt, int tiles, int st, int n) {
+    const uint32_t full = bars + 8 * st, empty = bars + 8 * (DWS_MAX_STAGES + st);
+    dws_bar_wait(empty, (n & 1) ^ 1);
+    if (threadIdx.x == 0) {
+        dws_bar_arrive_tx(full, DWS_BN * DWG_ROW(P));
+        dws_tma(sm0 + st * DWS_STAGE(P) + DWS_XT(P), map, kb + kt * DTC_BK, col0, full);
+    }
+    dwg_store_x<P>(dsm + st * DWS_STAGE(P), now);
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    dws_bar_arrive(full);
+    if (kt + DWS_XSETS < tiles) dtc_load_x<VEC, 1, false>(now, x, B, IN, row0, kb + (kt + DWS_XSETS) * DTC_BK, 0);
+}
+
+/* y = x w^T + b at precision P (tf32, fp16, bf16): dense_wg_kernel's arguments and split of k, and map, the tensor
+ * map of the prepared weights (rows of DTC_KP(IN), a box of 32 k by 256 rows, P's swizzle). */
+template <int P, int VEC>
+__global__ void __launch_bounds__(DWS_THREADS, 1)
+    dense_ws_kernel(float *__restrict__ y, const float *__restrict__ x, const __grid_constant__ CUtensorMap map,
+                    const float *__restrict__ b, int B, int IN, int OUT) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    constexpr int ST = DWS_STAGES(P);
+    extern __shared__ __align__(16) unsigned char wsm[];
+    __shared__ __align__(8) uint64_t bar[2 * DWS_MAX_STAGES]; /* full[ST], then empty[ST] from DWS_MAX_STAGES */
+    unsigned char *dsm = wsm + ((1024 - ((uint32_t)__cvta_generic_to_shared(wsm) & 1023)) & 1023);
+    const uint32_t sm0 = (uint32_t)__cvta_generic_to_shared(dsm), bars = (uint32_t)__cvta_generic_to_shared(bar);
+    const int wg = (int)threadIdx.x >> 7;
+    const int row0 = (int)blockIdx.y * DTC_BM, col0 = (int)blockIdx.x * DWS_BN, S = (int)gridDim.z;
+    int kb;                                      /* the first k of this block's slices */
+    const int tiles = dtc_block_slices(IN, &kb); /* and how many */
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < ST; s++) {
+            dws_bar_init(bars + 8 * s, DTC_THREADS + 1);
+            dws_bar_init(bars + 8 * (DWS_MAX_STAGES + s), 2 * DTC_THREADS);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (wg == 0) { /* the producer: slices in groups of DWS_XSETS, so that x's register sets have fixed names */
+        float xr[DWS_XSETS][4][8];
+#pragma unroll
+        for (int j = 0; j < DWS_XSETS; j++)
+            if (j < tiles) dtc_load_x<VEC, 1, false>(xr[j], x, B, IN, row0, kb + j * DTC_BK, 0);
+        int st = 0, n = 0; /* slice kt's stage and its use of it */
+        for (int k0 = 0; k0 < tiles; k0 += DWS_XSETS)
+#pragma unroll
+            for (int j = 0; j < DWS_XSETS; j++) {
+                if (k0 + j >= tiles) break;
+                dws_produce<P, VEC>(xr[j], dsm, sm0, bars, &map, x, B, IN, row0, col0, kb, k0 + j, tiles, st, n);
+                if (++st == ST) st = 0, n++;
+            }
+    } else { /* a consumer: rows 64 (wg - 1) .. of the tile */
+        const int warp = ((int)threadIdx.x >> 5) & 3, lane = (int)threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+        float acc[2][16][4]; /* [h]: columns 128 h .. */
+        dtc_zero(acc);
+        int st = 0, n = 0, prev = -1; /* slice kt's stage, its use of it, and slice kt - 1's stage */
+        for (int kt = 0; kt < tiles; kt++) {
+            dws_bar_wait(bars + 8 * st, n & 1);
+            const uint32_t xa = sm0 + st * DWS_STAGE(P) + (wg - 1) * 64 * DWG_ROW(P),
+                           wa = sm0 + st * DWS_STAGE(P) + DWS_XT(P);
+            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+            dwg_hold(acc);
+#pragma unroll
+            for (int ks = 0; ks < DTC_BK / DWG_K(P); ks++)
+                dws_mma<P>(acc, dwg_desc<P>(xa + 32 * ks), dwg_desc<P>(wa + 32 * ks));
+            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+            asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); /* slice kt - 1's */
+            dwg_hold(acc);
+            if (prev >= 0) dws_bar_arrive(bars + 8 * (DWS_MAX_STAGES + prev));
+            prev = st;
+            if (++st == ST) st = 0, n++;
+        }
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        dwg_hold(acc);
+        const int r0 = 64 * (wg - 1) + 16 * warp;
+        if (S == 1) {
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+                dtc_store_y<1, 16, 64>(y, b, reinterpret_cast<const float(&)[1][16][4]>(acc[h]), B, OUT, row0 + r0,
+                                       col0 + 128 * h, g, t);
+            return;
+        }
+        asm volatile("bar.sync 1, 256;" ::: "memory"); /* the consumers': their MMAs are done with the stages */
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+            dtc_red_put<1, 16, 64, DWS_BN>(reinterpret_cast<float *>(dsm),
+                                           reinterpret_cast<const float(&)[1][16][4]>(acc[h]), r0, 128 * h, g, t);
+    }
+    if (S == 1) return;
+    dtc_red_sum<DWS_BN>(y, b, reinterpret_cast<float *>(dsm), B, OUT, row0, col0);
+#else
+    __trap(); /* the launcher runs it only where this file was built for sm_90a and the device is sm_90 */
+#endif
+}
+
 /* ---------------------------------------------------------------- 3xtf32 */
 
 #define DTC_SPLIT_LD (DTC_BK + 4) /* floats a staged row: 16-byte aligned, and conflict-free float4 reads */
@@ -856,6 +1071,42 @@ template <int P> static dtc_kernel_fn dwg_pick(int vec) {
     return vec == 4 ? dense_wg_kernel<P, 4> : dense_wg_kernel<P, 1>;
 }
 
+typedef void (*dws_kernel_fn)(float *, const float *, CUtensorMap, const float *, int, int, int);
+
+template <int P> static dws_kernel_fn dws_pick(int vec) {
+    return vec == 4 ? dense_ws_kernel<P, 4> : dense_ws_kernel<P, 1>;
+}
+
+/* The driver's cuTensorMapEncodeTiled (through the runtime: nothing links libcuda), or NULL. */
+static PFN_cuTensorMapEncodeTiled_v12000 dws_encoder(void) {
+    void *fn = NULL;
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+        (void)cudaGetLastError();
+        return NULL;
+    }
+    return (PFN_cuTensorMapEncodeTiled_v12000)fn;
+}
+
+/* The tensor map dense_ws_kernel copies w's tiles by: the prepared weights wp at precision (tf32, fp16, bf16), OUT
+ * rows of KP elements, a box of one slice (32 k) by DWS_BN rows under the swizzle of dwg_at, rows past OUT zeros. */
+static int dws_map(CUtensorMap *map, int precision, const void *wp, int OUT, int KP, nc_error *err) {
+    static const PFN_cuTensorMapEncodeTiled_v12000 encode = dws_encoder();
+    if (!encode) return nc_fail(err, NC_ERR_DEVICE, "dense: the driver has no cuTensorMapEncodeTiled");
+    const int is32 = precision == NC_PRECISION_TF32;
+    const cuuint64_t dims[2] = {(cuuint64_t)KP, (cuuint64_t)OUT}, strides[1] = {(cuuint64_t)KP * (is32 ? 4 : 2)};
+    const cuuint32_t box[2] = {DTC_BK, DWS_BN}, steps[2] = {1, 1};
+    const CUresult r = encode(map, is32 ? CU_TENSOR_MAP_DATA_TYPE_UINT32 : CU_TENSOR_MAP_DATA_TYPE_UINT16, 2,
+                              const_cast<void *>(wp), dims, strides, box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                              is32 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B,
+                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+        return nc_fail(err, NC_ERR_DEVICE, "dense: cuTensorMapEncodeTiled of %d x %d weights: error %d", OUT, KP,
+                       (int)r);
+    return NC_OK;
+}
+
 template <int P> static dtc_kernel_fn dtc_pick(int vec) {
     return vec == 4 ? dense_tc_kernel<P, 4> : dense_tc_kernel<P, 1>;
 }
@@ -952,6 +1203,32 @@ extern "C" int nc_cuda_dense_tc_ksplits(int precision, int IN, nc_error *err) {
     return rc ? -rc : dtc_auto_ksplits(precision, IN, major);
 }
 
+/* dense_ws_kernel at precision (tf32, fp16, bf16) on B rows of x, k split among S blocks, x's loads VEC wide. */
+static int dws_forward(int precision, float *y, const float *x, const void *wp, const float *b, int B, int IN, int OUT,
+                       int S, int vec, cudaStream_t stream, nc_error *err) {
+    CUtensorMap map;
+    int rc = dws_map(&map, precision, wp, OUT, DTC_KP(IN), err);
+    if (rc) return rc;
+    dws_kernel_fn fn;
+    size_t smem;
+    switch (precision) {
+    case NC_PRECISION_TF32: fn = dws_pick<NC_PRECISION_TF32>(vec), smem = DWS_SMEM(NC_PRECISION_TF32); break;
+    case NC_PRECISION_FP16: fn = dws_pick<NC_PRECISION_FP16>(vec), smem = DWS_SMEM(NC_PRECISION_FP16); break;
+    default: fn = dws_pick<NC_PRECISION_BF16>(vec), smem = DWS_SMEM(NC_PRECISION_BF16);
+    }
+    if (S > 1 && smem < DTC_RED_SMEM_BN(DWS_BN) + 1024) smem = DTC_RED_SMEM_BN(DWS_BN) + 1024;
+    CUDA_RET(cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    const int slice = 65535 * DTC_BM; /* grid y's limit, as dense_tc_kernel's */
+    for (int b0 = 0; b0 < B; b0 += slice) {
+        const int nb = B - b0 < slice ? B - b0 : slice;
+        const dim3 grid((unsigned)((OUT + DWS_BN - 1) / DWS_BN), (unsigned)((nb + DTC_BM - 1) / DTC_BM), (unsigned)S);
+        rc = dtc_launch(fn, grid, DWS_THREADS, smem, S, stream, err, y + (size_t)b0 * OUT, x + (size_t)b0 * IN, map, b,
+                        nb, IN, OUT);
+        if (rc) return rc;
+    }
+    return NC_OK;
+}
+
 extern "C" int nc_cuda_dense_tc_forward_prepared(int precision, float *y, const float *x, const void *wp,
                                                  const float *b, int B, int IN, int OUT, cudaStream_t stream,
                                                  nc_error *err) {
@@ -968,8 +1245,10 @@ extern "C" int nc_cuda_dense_tc_forward_kernel(int precision, float *y, const fl
                                                nc_error *err) {
     int rc = dtc_check_precision(precision, err);
     if (rc) return rc;
-    if (kernel != NC_DENSE_TC_AUTO && kernel != NC_DENSE_TC_MMA && kernel != NC_DENSE_TC_WGMMA)
-        return nc_fail(err, NC_ERR_ARG, "dense: tensor-core kernel %d: expected 0 (auto), 1 (mma.sync) or 2 (wgmma)",
+    if (kernel < NC_DENSE_TC_AUTO || kernel > NC_DENSE_TC_WS)
+        return nc_fail(err, NC_ERR_ARG,
+                       "dense: tensor-core kernel %d: expected 0 (auto), 1 (mma.sync), 2 (wgmma) or 3 (wgmma, "
+                       "warp-specialized)",
                        kernel);
     int major = 0, minor = 0; /* asked once a call: the split and the kernel both depend on it */
     if (precision != NC_PRECISION_FP32 && (rc = dtc_cc(&major, &minor, err))) return rc;
@@ -977,6 +1256,16 @@ extern "C" int nc_cuda_dense_tc_forward_kernel(int precision, float *y, const fl
     if (kernel == NC_DENSE_TC_WGMMA && !wg)
         return nc_fail(err, NC_ERR_ARG,
                        "dense: %s on wgmma needs tf32, 3xtf32, fp16 or bf16, a build for sm_90a and an sm_90 device",
+                       nc_precision_name(precision));
+    /* The warp-specialized kernel for tf32, fp16 and bf16 on wgmma: asked for, or by default where B fills more than
+     * one tile of rows (on one, it has half dense_wg_kernel's blocks: H100, B 100, tf32 0.057 ms against 0.051). The
+     * two give the same bits, so that the choice may depend on B. */
+    const int ws = wg && precision != NC_PRECISION_3XTF32 &&
+                   (kernel == NC_DENSE_TC_WS || (kernel == NC_DENSE_TC_AUTO && B > DTC_BM));
+    if (kernel == NC_DENSE_TC_WS && !ws)
+        return nc_fail(err, NC_ERR_ARG,
+                       "dense: %s on warp-specialized wgmma needs tf32, fp16 or bf16, a build for sm_90a and an sm_90 "
+                       "device",
                        nc_precision_name(precision));
     int S = splits;
     if (S == 0) { /* the layer's own split, which already heeds the precision and the device */
@@ -996,6 +1285,7 @@ extern "C" int nc_cuda_dense_tc_forward_kernel(int precision, float *y, const fl
     /* x's loads: the widest that every row start allows (16 or 4 bytes; 3xtf32 on mma.sync 8 as well). */
     const uintptr_t starts = (uintptr_t)x | ((uintptr_t)IN * sizeof(float));
     const int vec = starts % 16 == 0 ? 4 : 1;
+    if (ws) return dws_forward(precision, y, x, wp, b, B, IN, OUT, S, vec, stream, err);
     dtc_kernel_fn fn = NULL;
     size_t smem = 0;
     int threads = DTC_THREADS;
@@ -1019,7 +1309,7 @@ extern "C" int nc_cuda_dense_tc_forward_kernel(int precision, float *y, const fl
     default: fn = dwg_pick<NC_PRECISION_BF16>(vec), smem = DWG_SMEM(NC_PRECISION_BF16);
     }
     /* A split k's sums take 69.6 KB once the stages are done with (wgmma: from the stages' 1024-byte aligned start). */
-    const size_t red = DTC_RED_SMEM + (wg ? 1024 : 0);
+    const size_t red = DTC_RED_SMEM_BN(DTC_BN) + (wg ? 1024 : 0);
     if (S > 1 && smem < red) smem = red;
     /* Up to 193 KB a block (3xtf32 on wgmma), and the largest shared-memory carveout: two blocks an SM where they
      * fit (tf32's 107.5 KB on mma.sync). */

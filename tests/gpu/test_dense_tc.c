@@ -153,7 +153,7 @@ static void dense_shape(int B, int IN, int OUT, int with_bias, int sx, int sw) {
 
 /* ---------------------------------------------------------------- k split among a cluster's blocks */
 
-static const char *const kernel_names[] = {"auto", "mma.sync", "wgmma"};
+static const char *const kernel_names[] = {"auto", "mma.sync", "wgmma", "wgmma warp-specialized"};
 
 /* y (B, OUT) at `precision` on prepared weights wp with k split among S blocks a tile, on the tensor-core kernel
  * asked for (NC_DENSE_TC_*); NaN-poisoned first. */
@@ -176,7 +176,8 @@ static float *run_ksplit(int precision, const float *dx, const void *wp, const f
 /* Every split of k (1, 2, 4, 8) at every tensor-core precision against the reference, each a row's bits whatever B is,
  * and the layer's own split the plain forward's bits. Where the device has clusters (sm_90 and up); else a split above
  * 1 must be refused. Every precision on each of its kernels: mma.sync (3xtf32's own), and wgmma where the build and
- * device run it (the plain forward then runs wgmma). */
+ * device run it (the plain forward then runs wgmma), and tf32, fp16 and bf16 on the warp-specialized wgmma kernel
+ * there, which must give wgmma's bits (the same products summed in the same order). */
 static void dense_ksplit_shape(int B, int IN, int OUT, int with_bias, int major) {
     const size_t nx = (size_t)B * IN, nw = (size_t)OUT * IN, ny = (size_t)B * OUT;
     dense_case dc = dense_case_make(B, IN, OUT, with_bias);
@@ -195,7 +196,8 @@ static void dense_ksplit_shape(int B, int IN, int OUT, int with_bias, int major)
         const int wg = nc_cuda_dense_tc_has_wgmma(pr, &err);
         CHECK(wg == 0 || wg == 1);
         const int own_kernel = wg ? NC_DENSE_TC_WGMMA : NC_DENSE_TC_MMA;
-        for (int kernel = NC_DENSE_TC_MMA; kernel <= own_kernel; kernel++)
+        const int last = wg && pr != NC_PRECISION_3XTF32 ? NC_DENSE_TC_WS : own_kernel;
+        for (int kernel = NC_DENSE_TC_MMA; kernel <= last; kernel++)
             for (int ks = 1; ks <= 8; ks *= 2) {
                 char what[160];
                 snprintf(what, sizeof what, "dense %s B%d IN%d OUT%d%s, k split %d, %s", names[pr], B, IN, OUT,
@@ -215,6 +217,13 @@ static void dense_ksplit_shape(int B, int IN, int OUT, int with_bias, int major)
                 const int same = memcmp(y, y2, (size_t)few * OUT * sizeof(float)) == 0;
                 if (!same) fprintf(stderr, "%s: the first %d rows differ when run as B = %d\n", what, few, few);
                 CHECK(same);
+                if (kernel == NC_DENSE_TC_WS) { /* wgmma's bits */
+                    float *y3 = run_ksplit(pr, dx, wp, with_bias ? db : NULL, B, IN, OUT, ks, NC_DENSE_TC_WGMMA);
+                    const int as_wg = memcmp(y, y3, ny * sizeof(float)) == 0;
+                    if (!as_wg) fprintf(stderr, "%s: not wgmma's bits\n", what);
+                    CHECK(as_wg);
+                    free(y3);
+                }
                 if (ks == own && kernel == own_kernel) { /* what the plain forward runs */
                     const int as_plain = memcmp(y, plain, ny * sizeof(float)) == 0;
                     if (!as_plain) fprintf(stderr, "%s: not the plain forward's bits\n", what);
@@ -260,7 +269,7 @@ static void test_ksplit_choice(int major) {
 
 /* The kernels the launcher takes and refuses: wgmma for the tensor-core precisions only (not fp32), and only where
  * nc_cuda_dense_tc_has_wgmma says so (an sm_90a build on an sm_90 device: on the H100 it must, where the GPU suite
- * runs); no kernel 3 or -1. */
+ * runs); the warp-specialized wgmma kernel for tf32, fp16 and bf16 only; no kernel 4 or -1. */
 static void test_kernel_choice(int major, int minor) {
     nc_error err = {0};
     const int wg = nc_cuda_dense_tc_has_wgmma(NC_PRECISION_TF32, &err);
@@ -275,10 +284,12 @@ static void test_kernel_choice(int major, int minor) {
     CHECK(nc_cuda_dense_tc_has_wgmma(NC_PRECISION_FP32, &err) == 0);
     const int bad[][2] = {{NC_PRECISION_FP32, NC_DENSE_TC_WGMMA},
                           {NC_PRECISION_3XTF32, wg ? -2 : NC_DENSE_TC_WGMMA},
-                          {NC_PRECISION_TF32, 3},
+                          {NC_PRECISION_TF32, 4},
+                          {NC_PRECISION_3XTF32, NC_DENSE_TC_WS},
+                          {NC_PRECISION_FP32, NC_DENSE_TC_WS},
                           {NC_PRECISION_BF16, -1},
                           {NC_PRECISION_FP16, wg ? 7 : NC_DENSE_TC_WGMMA}};
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 7; i++) {
         err.msg[0] = 0;
         const int rc =
             nc_cuda_dense_tc_forward_kernel(bad[i][0], NULL, NULL, NULL, NULL, 1, 64, 8, 1, bad[i][1], stream, &err);
