@@ -3,8 +3,8 @@
  * CUDA events; prints the median and an FNV-1a hash of the output's bits for each S given (0: the layer's own
  * choice, which is also printed).
  *   dense_one PRECISION B IN OUT REPS S...      PRECISION tf32, 3xtf32, fp16 or bf16; S 0, 1, 2, 4 or 8
- * DENSE_ONE_KERNEL=1 runs mma.sync, 2 wgmma, 3 wgmma warp-specialized (2 and 3 where the build and device have them;
- * 3 for tf32, fp16 and bf16), 0 or unset the layer's own.
+ * DENSE_ONE_KERNEL=1 runs mma.sync, 2 wgmma, 3 wgmma warp-specialized (2 and 3 where the build and device have
+ * them), 0 or unset the layer's own.
  * Built as the dense_one target of a build with CUDA. x and w are fixed pseudo-random numbers, the same in every
  * run. */
 #include <cuda_runtime.h>

@@ -110,9 +110,9 @@ int nc_cuda_dense_tc_forward_prepared(int precision, float *y, const float *x, c
 int nc_cuda_dense_tc_forward_ksplit(int precision, float *y, const float *x, const void *wp, const float *b, int B,
                                     int IN, int OUT, int splits, cudaStream_t stream, nc_error *err);
 /* The tensor-core kernel nc_cuda_dense_tc_forward_kernel runs: AUTO, wgmma where nc_cuda_dense_tc_has_wgmma says so
- * (tf32, fp16 and bf16 warp-specialized where B > 128), else mma.sync; MMA, mma.sync (dense_tc_kernel; 3xtf32's
- * dtc_split_kernel); WGMMA, wgmma (dense_wg_kernel); WS, wgmma with the warps specialized (dense_ws_kernel; tf32,
- * fp16 and bf16; the same bits as WGMMA). */
+ * (warp-specialized where B > 128, and at 3xtf32 where its waves are few enough), else mma.sync; MMA, mma.sync
+ * (dense_tc_kernel; 3xtf32's dtc_split_kernel); WGMMA, wgmma (dense_wg_kernel); WS, wgmma with the warps specialized
+ * (dense_ws_kernel; the same bits as WGMMA). */
 enum { NC_DENSE_TC_AUTO = 0, NC_DENSE_TC_MMA = 1, NC_DENSE_TC_WGMMA = 2, NC_DENSE_TC_WS = 3 };
 /* nc_cuda_dense_tc_forward_ksplit on the kernel asked for (NC_DENSE_TC_*): for tests and measurements. WGMMA where it
  * cannot run, or for another precision, is NC_ERR_ARG. The two kernels round the same products in other orders. */

@@ -1,8 +1,8 @@
 /*
  * Dense layers on the tensor cores: y = x w^T + b as a GEMM on mma.sync, or on wgmma where this file is built for
- * sm_90a and the device is sm_90 (dense_wg_kernel, and for tf32, fp16 and bf16 where B > 128 the warp-specialized
- * dense_ws_kernel, below), for the cuda backend's tensor-core precisions (the default, exact fp32, is layers.cu's
- * SIMT SGEMM).
+ * sm_90a and the device is sm_90 (dense_wg_kernel, and where B > 128 the warp-specialized dense_ws_kernel, below;
+ * 3xtf32 only where that takes fewer waves), for the cuda backend's tensor-core precisions (the default, exact fp32,
+ * is layers.cu's SIMT SGEMM).
  *
  *   tf32    m16n8k8 (wgmma: m64n128k8), both operands rounded to TF32 (10-bit mantissa): reduced precision.
  *   3xtf32  each operand split into a TF32 high part and the TF32 rounding of its remainder, three MMAs
@@ -51,7 +51,7 @@
  * 3xtf32 does 3 MMAs for each fragment read and needs both parts of each operand; on mma.sync it keeps the previous
  * design (x fp32 staged by cp.async and split as the fragments are read, 64 x 32 warp tiles, 2 x 4 warps;
  * dtc_split_kernel), with k split among a cluster's blocks as the others'. Its weights are prepared as two tf32
- * matrices, the high parts and the low ones, so that neither kernel splits w.
+ * matrices, the high parts and the low ones, so that no kernel splits w.
  * x loads are 16 bytes where x and IN allow it, else 4; rows past B and k past IN are zeros.
  */
 #include <cooperative_groups.h>
@@ -733,14 +733,14 @@ __global__ void __launch_bounds__(DTC_THREADS, DWG_SPLIT(P) ? 1 : 2)
 /* ---------------------------------------------------------------- wgmma, warp-specialized (sm_90a) */
 
 /*
- * tf32, fp16 and bf16 on wgmma with the warps specialized (dense_ws_kernel), where dense_wg_kernel runs and B > 128:
- * a block of three warpgroups on a tile of 128 rows (images) by 256 columns (outputs), one block an SM.
+ * wgmma with the warps specialized (dense_ws_kernel), where dense_wg_kernel runs and B > 128: a block of three
+ * warpgroups on a tile of 128 rows (images) by 256 columns (outputs), one block an SM.
  *  - Warpgroup 0 is the producer. It fills a ring of DWS_STAGES(P) stages (192 KB): w's tile of a slice by one TMA
- *    copy (cp.async.bulk.tensor; the tensor map, made by the launcher over the prepared weights, swizzles as
- *    dwg_at does and zero-fills rows past OUT), x's through registers as dense_wg_kernel's (rounded to P, stored,
- *    fenced to the async proxy), loaded DWS_XSETS slices ahead.
- *  - Warpgroups 1 and 2 are the consumers, rows 0-63 and 64-127 of the tile: one m64n256 MMA a k step each, 128
- *    accumulators a thread.
+ *    copy a part (cp.async.bulk.tensor; the tensor map, made by the launcher over the prepared weights, swizzles as
+ *    dwg_at does and zero-fills rows past OUT), x's through registers as dense_wg_kernel's (rounded to P, or split
+ *    into 3xtf32's two parts, stored, fenced to the async proxy), loaded DWS_XSETS(P) slices ahead.
+ *  - Warpgroups 1 and 2 are the consumers, rows 0-63 and 64-127 of the tile: one m64n256 MMA a k step each (3xtf32
+ *    three, in dense_wg_kernel's order), 128 accumulators a thread.
  *  - No __syncthreads in the loop. Each stage has two mbarriers: `full` takes the 128 producer threads' arrivals
  *    after their x stores, and one more that expects the TMA copy's bytes; `empty` takes the 256 consumer threads'
  *    arrivals once the stage's MMAs are done (after the next slice's wgmma.wait_group 1).
@@ -755,14 +755,20 @@ __global__ void __launch_bounds__(DTC_THREADS, DWG_SPLIT(P) ? 1 : 2)
  * 5-10% less, and m64n256 (A read once a k step) 2-6% less again. Left out: w's tile shared by the blocks of two tiles
  * of rows (a cluster's pair, each copying half by TMA multicast: half the L2 traffic of w), the same time at tf32 and
  * 3-6% more at fp16; x prefetched into L2 further ahead, within 2%.
+ * 3xtf32 (since 2026-11-26 08:55): a stage is x's two parts and w's two (96 KB), so the ring has two stages, and x is
+ * loaded two slices ahead (four would take more registers than the 168 a thread has). On the 2017 layer at B 10000,
+ * 0.763 ms against dense_wg_kernel's 0.829 (its split of 2: 316 blocks against 632); the 2017 network at 3xtf32 in
+ * 1.20 ms against 1.26 (bench/ab/net_one, the same call). Where its blocks are fewer it loses (dws_3x_wins).
  */
-#define DWS_BN 256                                     /* block tile: outputs */
-#define DWS_THREADS 384                                /* the producer warpgroup, then two consumers */
-#define DWS_XT(P) (DTC_BM * DWG_ROW(P))                /* x's tile: tf32 16 KB, fp16/bf16 8 KB */
-#define DWS_STAGE(P) (DWS_XT(P) + DWS_BN * DWG_ROW(P)) /* x's tile, then w's: 48 KB, 24 KB */
-#define DWS_STAGES(P) (DWG_IS32(P) ? 4 : 8)            /* 192 KB of shared memory either way */
+#define DWS_BN 256                             /* block tile: outputs */
+#define DWS_THREADS 384                        /* the producer warpgroup, then two consumers */
+#define DWS_PARTS(P) (DWG_SPLIT(P) ? 2 : 1)    /* tiles an operand: 3xtf32's high parts, then its low parts */
+#define DWS_XT(P) (DWS_PARTS(P) * DWG_TILE(P)) /* x's tile(s): tf32 16 KB, fp16/bf16 8 KB, 3xtf32 32 KB */
+#define DWS_WT(P) (DWS_BN * DWG_ROW(P))        /* one part of w's tile: tf32 and 3xtf32 32 KB, fp16/bf16 16 KB */
+#define DWS_STAGE(P) (DWS_XT(P) + DWS_PARTS(P) * DWS_WT(P))    /* x's, then w's: 48 KB, 24 KB, 3xtf32 96 KB */
+#define DWS_STAGES(P) (DWG_SPLIT(P) ? 2 : DWG_IS32(P) ? 4 : 8) /* 192 KB of shared memory */
 #define DWS_MAX_STAGES 8
-#define DWS_XSETS 4 /* x's register sets: the producer loads x this many slices ahead */
+#define DWS_XSETS(P) (DWG_SPLIT(P) ? 2 : 4) /* x's register sets: the producer loads x this many slices ahead */
 #define DWS_SMEM(P) ((size_t)DWS_STAGES(P) * DWS_STAGE(P) + 1024) /* 1 KB more to align the stages */
 
 __device__ __forceinline__ void dws_bar_init(uint32_t bar, int count) {
@@ -789,11 +795,11 @@ __device__ __forceinline__ void dws_bar_arrive_tx(uint32_t bar, uint32_t bytes) 
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
 }
 
-/* The box of the tensor map at map whose corner is (k, row) into shared memory at dst, complete_tx on bar. */
-__device__ __forceinline__ void dws_tma(uint32_t dst, const void *map, int k, int row, uint32_t bar) {
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
-                 "[%4];" ::"r"(dst),
-                 "l"(map), "r"(k), "r"(row), "r"(bar)
+/* The box of the tensor map at map whose corner is (k, row, part) into shared memory at dst, complete_tx on bar. */
+__device__ __forceinline__ void dws_tma(uint32_t dst, const void *map, int k, int row, int part, uint32_t bar) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, "
+                 "%4}], [%5];" ::"r"(dst),
+                 "l"(map), "r"(k), "r"(row), "r"(part), "r"(bar)
                  : "memory");
 }
 
@@ -839,17 +845,20 @@ __device__ __forceinline__ void dws_produce(float (&now)[4][8], unsigned char *d
     const uint32_t full = bars + 8 * st, empty = bars + 8 * (DWS_MAX_STAGES + st);
     dws_bar_wait(empty, (n & 1) ^ 1);
     if (threadIdx.x == 0) {
-        dws_bar_arrive_tx(full, DWS_BN * DWG_ROW(P));
-        dws_tma(sm0 + st * DWS_STAGE(P) + DWS_XT(P), map, kb + kt * DTC_BK, col0, full);
+        dws_bar_arrive_tx(full, DWS_PARTS(P) * DWS_WT(P));
+#pragma unroll
+        for (int part = 0; part < DWS_PARTS(P); part++)
+            dws_tma(sm0 + st * DWS_STAGE(P) + DWS_XT(P) + part * DWS_WT(P), map, kb + kt * DTC_BK, col0, part, full);
     }
     dwg_store_x<P>(dsm + st * DWS_STAGE(P), now);
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     dws_bar_arrive(full);
-    if (kt + DWS_XSETS < tiles) dtc_load_x<VEC, 1, false>(now, x, B, IN, row0, kb + (kt + DWS_XSETS) * DTC_BK, 0);
+    if (kt + DWS_XSETS(P) < tiles) dtc_load_x<VEC, 1, false>(now, x, B, IN, row0, kb + (kt + DWS_XSETS(P)) * DTC_BK, 0);
 }
 
-/* y = x w^T + b at precision P (tf32, fp16, bf16): dense_wg_kernel's arguments and split of k, and map, the tensor
- * map of the prepared weights (rows of DTC_KP(IN), a box of 32 k by 256 rows, P's swizzle). */
+/* y = x w^T + b at precision P (tf32, 3xtf32, fp16, bf16): dense_wg_kernel's arguments and split of k, and map, the
+ * tensor map of the prepared weights (dws_map: rows of DTC_KP(IN) in one or two parts, a box of 32 k by 256 rows of
+ * one part, P's swizzle). */
 template <int P, int VEC>
 __global__ void __launch_bounds__(DWS_THREADS, 1)
     dense_ws_kernel(float *__restrict__ y, const float *__restrict__ x, const __grid_constant__ CUtensorMap map,
@@ -873,14 +882,14 @@ __global__ void __launch_bounds__(DWS_THREADS, 1)
     }
     __syncthreads();
     if (wg == 0) { /* the producer: slices in groups of DWS_XSETS, so that x's register sets have fixed names */
-        float xr[DWS_XSETS][4][8];
+        float xr[DWS_XSETS(P)][4][8];
 #pragma unroll
-        for (int j = 0; j < DWS_XSETS; j++)
+        for (int j = 0; j < DWS_XSETS(P); j++)
             if (j < tiles) dtc_load_x<VEC, 1, false>(xr[j], x, B, IN, row0, kb + j * DTC_BK, 0);
         int st = 0, n = 0; /* slice kt's stage and its use of it */
-        for (int k0 = 0; k0 < tiles; k0 += DWS_XSETS)
+        for (int k0 = 0; k0 < tiles; k0 += DWS_XSETS(P))
 #pragma unroll
-            for (int j = 0; j < DWS_XSETS; j++) {
+            for (int j = 0; j < DWS_XSETS(P); j++) {
                 if (k0 + j >= tiles) break;
                 dws_produce<P, VEC>(xr[j], dsm, sm0, bars, &map, x, B, IN, row0, col0, kb, k0 + j, tiles, st, n);
                 if (++st == ST) st = 0, n++;
@@ -897,8 +906,14 @@ __global__ void __launch_bounds__(DWS_THREADS, 1)
             asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
             dwg_hold(acc);
 #pragma unroll
-            for (int ks = 0; ks < DTC_BK / DWG_K(P); ks++)
-                dws_mma<P>(acc, dwg_desc<P>(xa + 32 * ks), dwg_desc<P>(wa + 32 * ks));
+            for (int ks = 0; ks < DTC_BK / DWG_K(P); ks++) {
+                const uint32_t xk = xa + 32 * ks, wk = wa + 32 * ks;
+                if constexpr (DWG_SPLIT(P)) { /* dwg_slice's order: x lo w hi, x hi w lo, then x hi w hi */
+                    dws_mma<P>(acc, dwg_desc<P>(xk + DWG_TILE(P)), dwg_desc<P>(wk));
+                    dws_mma<P>(acc, dwg_desc<P>(xk), dwg_desc<P>(wk + DWS_WT(P)));
+                }
+                dws_mma<P>(acc, dwg_desc<P>(xk), dwg_desc<P>(wk));
+            }
             asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
             asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); /* slice kt - 1's */
             dwg_hold(acc);
@@ -1089,15 +1104,18 @@ static PFN_cuTensorMapEncodeTiled_v12000 dws_encoder(void) {
     return (PFN_cuTensorMapEncodeTiled_v12000)fn;
 }
 
-/* The tensor map dense_ws_kernel copies w's tiles by: the prepared weights wp at precision (tf32, fp16, bf16), OUT
- * rows of KP elements, a box of one slice (32 k) by DWS_BN rows under the swizzle of dwg_at, rows past OUT zeros. */
+/* The tensor map dense_ws_kernel copies w's tiles by: the prepared weights wp at precision (tf32, 3xtf32, fp16,
+ * bf16), parts (3xtf32's high parts, then its low parts; one part else) of OUT rows of KP elements, a box of one slice
+ * (32 k) by DWS_BN rows of one part under the swizzle of dwg_at, rows past OUT zeros. */
 static int dws_map(CUtensorMap *map, int precision, const void *wp, int OUT, int KP, nc_error *err) {
     static const PFN_cuTensorMapEncodeTiled_v12000 encode = dws_encoder();
     if (!encode) return nc_fail(err, NC_ERR_DEVICE, "dense: the driver has no cuTensorMapEncodeTiled");
-    const int is32 = precision == NC_PRECISION_TF32;
-    const cuuint64_t dims[2] = {(cuuint64_t)KP, (cuuint64_t)OUT}, strides[1] = {(cuuint64_t)KP * (is32 ? 4 : 2)};
-    const cuuint32_t box[2] = {DTC_BK, DWS_BN}, steps[2] = {1, 1};
-    const CUresult r = encode(map, is32 ? CU_TENSOR_MAP_DATA_TYPE_UINT32 : CU_TENSOR_MAP_DATA_TYPE_UINT16, 2,
+    const int is32 = precision == NC_PRECISION_TF32 || precision == NC_PRECISION_3XTF32,
+              parts = precision == NC_PRECISION_3XTF32 ? 2 : 1;
+    const cuuint64_t row = (cuuint64_t)KP * (is32 ? 4 : 2);
+    const cuuint64_t dims[3] = {(cuuint64_t)KP, (cuuint64_t)OUT, (cuuint64_t)parts}, strides[2] = {row, row * OUT};
+    const cuuint32_t box[3] = {DTC_BK, DWS_BN, 1}, steps[3] = {1, 1, 1};
+    const CUresult r = encode(map, is32 ? CU_TENSOR_MAP_DATA_TYPE_UINT32 : CU_TENSOR_MAP_DATA_TYPE_UINT16, 3,
                               const_cast<void *>(wp), dims, strides, box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE,
                               is32 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B,
                               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
@@ -1203,7 +1221,20 @@ extern "C" int nc_cuda_dense_tc_ksplits(int precision, int IN, nc_error *err) {
     return rc ? -rc : dtc_auto_ksplits(precision, IN, major);
 }
 
-/* dense_ws_kernel at precision (tf32, fp16, bf16) on B rows of x, k split among S blocks, x's loads VEC wide. */
+/* Whether 3xtf32 goes faster on dense_ws_kernel than on dense_wg_kernel, both one block an SM and k split among S
+ * blocks: a warp-specialized tile has twice the columns and took 1.5 times as long (H100, the 2017 dense layer at B
+ * 1280, where either kernel's blocks are one wave), so it wins where its waves are fewer than 0.675 (1.35 / 2) of
+ * dense_wg_kernel's. On the H100 (bench/ab/dense_one, 2026-11-26; docs/PERFORMANCE-LOG.md) that took the 2017 layer at
+ * B 10000 (3 waves against 5) 1.09 times as fast and 2019 spring's 1296 x 140 (1 against 2) 1.36, and left B 1280 and
+ * below (1 against 1), 1.5 times as fast on dense_wg_kernel, to it. */
+static int dws_3x_wins(int B, int OUT, int S, int sms) {
+    const long rows = (B + DTC_BM - 1) / DTC_BM;
+    const long ws = (OUT + DWS_BN - 1) / DWS_BN * rows * S, wg = (OUT + DTC_BN - 1) / DTC_BN * rows * S;
+    return 40 * ((ws + sms - 1) / sms) < 27 * ((wg + sms - 1) / sms);
+}
+
+/* dense_ws_kernel at precision (tf32, 3xtf32, fp16, bf16) on B rows of x, k split among S blocks, x's loads VEC
+ * wide. */
 static int dws_forward(int precision, float *y, const float *x, const void *wp, const float *b, int B, int IN, int OUT,
                        int S, int vec, cudaStream_t stream, nc_error *err) {
     CUtensorMap map;
@@ -1213,6 +1244,7 @@ static int dws_forward(int precision, float *y, const float *x, const void *wp, 
     size_t smem;
     switch (precision) {
     case NC_PRECISION_TF32: fn = dws_pick<NC_PRECISION_TF32>(vec), smem = DWS_SMEM(NC_PRECISION_TF32); break;
+    case NC_PRECISION_3XTF32: fn = dws_pick<NC_PRECISION_3XTF32>(vec), smem = DWS_SMEM(NC_PRECISION_3XTF32); break;
     case NC_PRECISION_FP16: fn = dws_pick<NC_PRECISION_FP16>(vec), smem = DWS_SMEM(NC_PRECISION_FP16); break;
     default: fn = dws_pick<NC_PRECISION_BF16>(vec), smem = DWS_SMEM(NC_PRECISION_BF16);
     }
@@ -1257,15 +1289,14 @@ extern "C" int nc_cuda_dense_tc_forward_kernel(int precision, float *y, const fl
         return nc_fail(err, NC_ERR_ARG,
                        "dense: %s on wgmma needs tf32, 3xtf32, fp16 or bf16, a build for sm_90a and an sm_90 device",
                        nc_precision_name(precision));
-    /* The warp-specialized kernel for tf32, fp16 and bf16 on wgmma: asked for, or by default where B fills more than
-     * one tile of rows (on one, it has half dense_wg_kernel's blocks: H100, B 100, tf32 0.057 ms against 0.051). The
-     * two give the same bits, so that the choice may depend on B. */
-    const int ws = wg && precision != NC_PRECISION_3XTF32 &&
-                   (kernel == NC_DENSE_TC_WS || (kernel == NC_DENSE_TC_AUTO && B > DTC_BM));
+    /* The warp-specialized kernel on wgmma: asked for, or by default where B fills more than one tile of rows (on
+     * one, it has half dense_wg_kernel's blocks: H100, B 100, tf32 0.057 ms against 0.051), and at 3xtf32 where its
+     * waves are few enough (dws_3x_wins). The two give the same bits, so that the choice may depend on B. */
+    int ws = wg && (kernel == NC_DENSE_TC_WS || (kernel == NC_DENSE_TC_AUTO && B > DTC_BM));
     if (kernel == NC_DENSE_TC_WS && !ws)
         return nc_fail(err, NC_ERR_ARG,
-                       "dense: %s on warp-specialized wgmma needs tf32, fp16 or bf16, a build for sm_90a and an sm_90 "
-                       "device",
+                       "dense: %s on warp-specialized wgmma needs tf32, 3xtf32, fp16 or bf16, a build for sm_90a and "
+                       "an sm_90 device",
                        nc_precision_name(precision));
     int S = splits;
     if (S == 0) { /* the layer's own split, which already heeds the precision and the device */
@@ -1285,6 +1316,12 @@ extern "C" int nc_cuda_dense_tc_forward_kernel(int precision, float *y, const fl
     /* x's loads: the widest that every row start allows (16 or 4 bytes; 3xtf32 on mma.sync 8 as well). */
     const uintptr_t starts = (uintptr_t)x | ((uintptr_t)IN * sizeof(float));
     const int vec = starts % 16 == 0 ? 4 : 1;
+    if (ws && kernel == NC_DENSE_TC_AUTO && precision == NC_PRECISION_3XTF32) {
+        int device = 0, sms = 0;
+        CUDA_RET(cudaGetDevice(&device));
+        CUDA_RET(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+        ws = dws_3x_wins(B, OUT, S, sms);
+    }
     if (ws) return dws_forward(precision, y, x, wp, b, B, IN, OUT, S, vec, stream, err);
     dtc_kernel_fn fn = NULL;
     size_t smem = 0;

@@ -176,8 +176,8 @@ static float *run_ksplit(int precision, const float *dx, const void *wp, const f
 /* Every split of k (1, 2, 4, 8) at every tensor-core precision against the reference, each a row's bits whatever B is,
  * and the layer's own split the plain forward's bits. Where the device has clusters (sm_90 and up); else a split above
  * 1 must be refused. Every precision on each of its kernels: mma.sync (3xtf32's own), and wgmma where the build and
- * device run it (the plain forward then runs wgmma), and tf32, fp16 and bf16 on the warp-specialized wgmma kernel
- * there, which must give wgmma's bits (the same products summed in the same order). */
+ * device run it (the plain forward then runs wgmma), and on the warp-specialized wgmma kernel there, which must give
+ * wgmma's bits (the same products summed in the same order). */
 static void dense_ksplit_shape(int B, int IN, int OUT, int with_bias, int major) {
     const size_t nx = (size_t)B * IN, nw = (size_t)OUT * IN, ny = (size_t)B * OUT;
     dense_case dc = dense_case_make(B, IN, OUT, with_bias);
@@ -196,7 +196,7 @@ static void dense_ksplit_shape(int B, int IN, int OUT, int with_bias, int major)
         const int wg = nc_cuda_dense_tc_has_wgmma(pr, &err);
         CHECK(wg == 0 || wg == 1);
         const int own_kernel = wg ? NC_DENSE_TC_WGMMA : NC_DENSE_TC_MMA;
-        const int last = wg && pr != NC_PRECISION_3XTF32 ? NC_DENSE_TC_WS : own_kernel;
+        const int last = wg ? NC_DENSE_TC_WS : own_kernel;
         for (int kernel = NC_DENSE_TC_MMA; kernel <= last; kernel++)
             for (int ks = 1; ks <= 8; ks *= 2) {
                 char what[160];
@@ -269,7 +269,7 @@ static void test_ksplit_choice(int major) {
 
 /* The kernels the launcher takes and refuses: wgmma for the tensor-core precisions only (not fp32), and only where
  * nc_cuda_dense_tc_has_wgmma says so (an sm_90a build on an sm_90 device: on the H100 it must, where the GPU suite
- * runs); the warp-specialized wgmma kernel for tf32, fp16 and bf16 only; no kernel 4 or -1. */
+ * runs), and the warp-specialized one likewise; no kernel 4 or -1. */
 static void test_kernel_choice(int major, int minor) {
     nc_error err = {0};
     const int wg = nc_cuda_dense_tc_has_wgmma(NC_PRECISION_TF32, &err);
@@ -285,7 +285,7 @@ static void test_kernel_choice(int major, int minor) {
     const int bad[][2] = {{NC_PRECISION_FP32, NC_DENSE_TC_WGMMA},
                           {NC_PRECISION_3XTF32, wg ? -2 : NC_DENSE_TC_WGMMA},
                           {NC_PRECISION_TF32, 4},
-                          {NC_PRECISION_3XTF32, NC_DENSE_TC_WS},
+                          {NC_PRECISION_3XTF32, wg ? 5 : NC_DENSE_TC_WS},
                           {NC_PRECISION_FP32, NC_DENSE_TC_WS},
                           {NC_PRECISION_BF16, -1},
                           {NC_PRECISION_FP16, wg ? 7 : NC_DENSE_TC_WGMMA}};
