@@ -119,6 +119,16 @@ extern "C" int nc_cuda_pool_forward(nc_layer_kind kind, float *y, const float *x
  *         DENSE_PIPE_M 32 x 32, 4 x 2 a thread, 4 stages: where its blocks fill the SMs (OUT 140, 160, 10 at large B:
  *                      1.5x faster than 128 x 64 register-staged tiles at B 10000, 64 columns padding OUT 140 to 192);
  *         DENSE_PIPE_S 16 x 16, 2 x 1 a thread, 8 stages: fewer rows (B = 1 to a few hundred), the most blocks.
+ *       And two wide shapes, whose one tile spans all of OUT (so that x is read once) and whose blocks, one an SM,
+ *       take the whole waves of large batches where 128 < OUT <= 160 (the zoo's OUT 140 and 160 layers):
+ *         DENSE_WIDE_140 80 x 140, 8 x 4 a thread (350 threads), 3 stages: OUT 129 to 140;
+ *         DENSE_WIDE_160 76 x 160, 4 x 8 a thread (380 threads), 3 stages: OUT 141 to 160.
+ *       On the H100 (2026-11-26) a wave of them (10560 and 10032 rows) took 0.91 ms on 2018 spring's layer (IN
+ *       10816, OUT 140) and 0.40 on 2018 fall's (4056, 160), where DENSE_PIPE_M took 1.24 and 0.48 for B = 10000:
+ *       its time a row is 1.38 to 1.43 times DENSE_WIDE_140's and 1.21 to 1.23 times DENSE_WIDE_160's in whole
+ *       waves. A wave takes as long however few of its blocks run, so a partial one is taken only where it holds at
+ *       least 1 / DENSE_WIDE_*_COST of a wave's rows; the rows left go to the pipelined tiles above (B 10000 and 8720:
+ *       one wave; 5000: DENSE_PIPE_M).
  *
  * Waves (H100: 132 SMs, two big blocks an SM; the 2017 layer, OUT 500, 4 column tiles). A wave of big tiles is 264
  * blocks, 8448 rows, and takes as long whatever the batch (1.35 ms); a partial wave still takes all of it where some
@@ -127,9 +137,11 @@ extern "C" int nc_cuda_pool_forward(nc_layer_kind kind, float *y, const float *x
  * big tiles take the whole waves, and the partial wave only where it costs less than the pipelined tiles would: B
  * 10000 takes one wave and leaves 1552 rows to DENSE_PIPE_L (1.68 ms in all); a piece of 5120 rows goes to
  * DENSE_PIPE_L alone (1.07 ms against 1.35), one of 7000 to big tiles. */
-#define DENSE_BIG_ALONE 0.55   /* a partial wave of big tiles, one an SM: its time over a full wave's */
-#define DENSE_PIPE_L_COST 1.26 /* DENSE_PIPE_L's time a row over big tiles' in full waves */
-#define DENSE_PAD 4            /* floats padding each staged row */
+#define DENSE_BIG_ALONE 0.55     /* a partial wave of big tiles, one an SM: its time over a full wave's */
+#define DENSE_PIPE_L_COST 1.26   /* DENSE_PIPE_L's time a row over big tiles' in full waves */
+#define DENSE_PAD 4              /* floats padding each staged row */
+#define DENSE_WIDE_140_COST 1.35 /* DENSE_PIPE_M's time a row over DENSE_WIDE_140's in whole waves, at least */
+#define DENSE_WIDE_160_COST 1.2  /* and over DENSE_WIDE_160's */
 
 /* Shapes: pipelined or not, BM, BN, BK, TM, TN, then least blocks an SM (register-staged: caps registers at 65536 /
  * (threads * blocks)) or stages (pipelined). */
@@ -137,6 +149,8 @@ extern "C" int nc_cuda_pool_forward(nc_layer_kind kind, float *y, const float *x
 #define DENSE_PIPE_L true, 32, 64, 32, 4, 4, 3
 #define DENSE_PIPE_M true, 32, 32, 32, 4, 2, 4
 #define DENSE_PIPE_S true, 16, 16, 32, 2, 1, 8
+#define DENSE_WIDE_140 true, 80, 140, 32, 8, 4, 3
+#define DENSE_WIDE_160 true, 76, 160, 32, 4, 8, 3
 
 /* Global loads a thread makes of a ROWS x BK tile per slice, V floats each. */
 #define DENSE_LOADS(ROWS, BK, THREADS, V) (((ROWS) * (BK) / (V) + (THREADS)-1) / (THREADS))
@@ -297,8 +311,9 @@ __global__ void __launch_bounds__(BM / TM * (BN / TN))
     dense_pipe_kernel(float *y, const float *x, const float *w, const float *b, int B, int IN, int OUT) {
     constexpr int TY = BM / TM, TX = BN / TN, THREADS = TY * TX, L = BK + DENSE_PAD;
     static_assert(BK % 4 == 0 && NS >= 2, "slices of whole float4s, two stages at least");
-    __shared__ __align__(16) float xs[NS][BM * L]; // xs[s][i * L + k] = x[i0 + i][k0 + k]
-    __shared__ __align__(16) float ws[NS][BN * L]; // ws[s][o * L + k] = w[o0 + o][k0 + k]
+    extern __shared__ __align__(16) float dense_smem[]; /* dense_smem_bytes(): NS stages of x's rows, then w's */
+    float(*xs)[BM * L] = reinterpret_cast<float(*)[BM * L]>(dense_smem); // xs[s][i * L + k] = x[i0 + i][k0 + k]
+    float(*ws)[BN * L] = reinterpret_cast<float(*)[BN * L]>(dense_smem + NS * BM * L); // ws[s][o * L + k]: w's
     const int tid = (int)threadIdx.x, tx = tid % TX, ty = tid / TX;
     const int i0 = (int)blockIdx.y * BM, o0 = (int)blockIdx.x * BN;
     const int nx = B - i0, nw = OUT - o0, slices = (IN + BK - 1) / BK;
@@ -359,6 +374,11 @@ __global__ void __launch_bounds__(BM / TM * (BN / TN))
     }
 }
 
+/* The dynamic shared memory a shape's kernel takes: dense_pipe_kernel's stages (0 for dense_kernel's static). */
+template <bool PIPE, int BM, int BN, int BK, int TM, int TN, int X> static constexpr int dense_smem_bytes() {
+    return PIPE ? X * (BM + BN) * (BK + DENSE_PAD) * (int)sizeof(float) : 0;
+}
+
 /* A shape's kernel, with 16-byte global loads or not. */
 template <bool PIPE, int BM, int BN, int BK, int TM, int TN, int X, bool VEC> static const void *dense_fn() {
     if constexpr (PIPE)
@@ -371,15 +391,20 @@ template <bool PIPE, int BM, int BN, int BK, int TM, int TN, int X, bool VEC> st
 template <bool PIPE, int BM, int BN, int BK, int TM, int TN, int X>
 static int dense_tiles(float *y, const float *x, const float *w, const float *b, int r0, int r1, int IN, int OUT,
                        bool vec, cudaStream_t stream, nc_error *err) {
-    const void *fn =
-        vec ? dense_fn<PIPE, BM, BN, BK, TM, TN, X, true>() : dense_fn<PIPE, BM, BN, BK, TM, TN, X, false>();
+    const void *fn;
+    if constexpr (PIPE && BN > 128) /* the wide shapes: the launcher takes them with 16-byte loads only */
+        fn = dense_fn<PIPE, BM, BN, BK, TM, TN, X, true>();
+    else
+        fn = vec ? dense_fn<PIPE, BM, BN, BK, TM, TN, X, true>() : dense_fn<PIPE, BM, BN, BK, TM, TN, X, false>();
+    constexpr int smem = dense_smem_bytes<PIPE, BM, BN, BK, TM, TN, X>();
+    if (smem > 48 * 1024) CUDA_RET(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     for (int s0 = r0; s0 < r1;) {
         int nb = r1 - s0 < 65535 * BM ? r1 - s0 : 65535 * BM;
         const dim3 grid((unsigned)((OUT + BN - 1) / BN), (unsigned)((nb + BM - 1) / BM));
         float *ys = y + (size_t)s0 * OUT;
         const float *xs = x + (size_t)s0 * IN;
         void *args[] = {&ys, &xs, &w, &b, &nb, &IN, &OUT};
-        CUDA_RET(cudaLaunchKernel(fn, grid, dim3(BM / TM * (BN / TN)), args, 0, stream));
+        CUDA_RET(cudaLaunchKernel(fn, grid, dim3(BM / TM * (BN / TN)), args, smem, stream));
         s0 += nb;
     }
     return NC_OK;
@@ -402,6 +427,27 @@ static int dense_big_rows(int *rows, int B, int OUT, bool vec, int sms, nc_error
     return NC_OK;
 }
 
+/* Rows of y that a wide shape (BM rows a tile, OUT in one tile) takes: its whole waves, and a partial one where it
+ * holds at least 1 / cost of a wave's rows, cost being DENSE_PIPE_M's time a row over the shape's (see above); none
+ * on a GPU whose blocks cannot have its shared memory (about 100 KB: more than sm_75's 64 KB). */
+template <bool PIPE, int BM, int BN, int BK, int TM, int TN, int X>
+static int dense_wide_rows(int *rows, int B, double cost, int dev, int sms, nc_error *err) {
+    constexpr int smem = dense_smem_bytes<PIPE, BM, BN, BK, TM, TN, X>();
+    const void *fn = dense_fn<PIPE, BM, BN, BK, TM, TN, X, true>();
+    int per_sm, optin;
+    *rows = 0;
+    CUDA_RET(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    if (optin < smem) return NC_OK;
+    CUDA_RET(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    CUDA_RET(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, BM / TM * (BN / TN), smem));
+    const long long wave = (long long)sms * per_sm * BM;
+    if (wave <= 0) return NC_OK;
+    long long r = B / wave * wave;
+    if ((double)(B - r) * cost >= (double)wave) r = B;
+    *rows = (int)r;
+    return NC_OK;
+}
+
 extern "C" int nc_cuda_dense_forward(float *y, const float *x, const float *w, const float *b, int B, int IN, int OUT,
                                      cudaStream_t stream, nc_error *err) {
     if (B <= 0 || OUT <= 0) return NC_OK;
@@ -409,9 +455,22 @@ extern "C" int nc_cuda_dense_forward(float *y, const float *x, const float *w, c
     int dev, sms, rows = 0, rc = NC_OK;
     CUDA_RET(cudaGetDevice(&dev));
     CUDA_RET(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    /* Big tiles where 128 columns pad OUT no more than 64 do, for whole waves. */
-    if ((OUT + 127) / 128 * 2 == (OUT + 63) / 64 && (rc = dense_big_rows(&rows, B, OUT, vec, sms, err))) return rc;
-    if (rows > 0 && (rc = dense_tiles<DENSE_BIG>(y, x, w, b, 0, rows, IN, OUT, vec, stream, err))) return rc;
+    if (vec && OUT > 128 && OUT <= 160) {
+        /* Wide tiles, one across OUT, for whole waves. */
+        if (OUT <= 140) {
+            if ((rc = dense_wide_rows<DENSE_WIDE_140>(&rows, B, DENSE_WIDE_140_COST, dev, sms, err))) return rc;
+            if (rows > 0 && (rc = dense_tiles<DENSE_WIDE_140>(y, x, w, b, 0, rows, IN, OUT, vec, stream, err)))
+                return rc;
+        } else {
+            if ((rc = dense_wide_rows<DENSE_WIDE_160>(&rows, B, DENSE_WIDE_160_COST, dev, sms, err))) return rc;
+            if (rows > 0 && (rc = dense_tiles<DENSE_WIDE_160>(y, x, w, b, 0, rows, IN, OUT, vec, stream, err)))
+                return rc;
+        }
+    } else if ((OUT + 127) / 128 * 2 == (OUT + 63) / 64) {
+        /* Big tiles where 128 columns pad OUT no more than 64 do, for whole waves. */
+        if ((rc = dense_big_rows(&rows, B, OUT, vec, sms, err))) return rc;
+        if (rows > 0 && (rc = dense_tiles<DENSE_BIG>(y, x, w, b, 0, rows, IN, OUT, vec, stream, err))) return rc;
+    }
     if (rows == B) return NC_OK;
     /* The rest: the largest pipelined tiles whose blocks still fill the SMs, else the smallest. */
     const long long row_tiles = (B - rows + 31) / 32;
@@ -598,10 +657,11 @@ extern "C" int nc_cuda_layers_prepare(nc_error *err) {
         cudaFuncAttributes attr;
         CUDA_RET(cudaFuncGetAttributes(&attr, kernels[i]));
     }
-    const void *dense[] = {dense_fn<DENSE_BIG, true>(),    dense_fn<DENSE_BIG, false>(),
-                           dense_fn<DENSE_PIPE_L, true>(), dense_fn<DENSE_PIPE_L, false>(),
-                           dense_fn<DENSE_PIPE_M, true>(), dense_fn<DENSE_PIPE_M, false>(),
-                           dense_fn<DENSE_PIPE_S, true>(), dense_fn<DENSE_PIPE_S, false>()};
+    const void *dense[] = {dense_fn<DENSE_BIG, true>(),      dense_fn<DENSE_BIG, false>(),
+                           dense_fn<DENSE_PIPE_L, true>(),   dense_fn<DENSE_PIPE_L, false>(),
+                           dense_fn<DENSE_PIPE_M, true>(),   dense_fn<DENSE_PIPE_M, false>(),
+                           dense_fn<DENSE_PIPE_S, true>(),   dense_fn<DENSE_PIPE_S, false>(),
+                           dense_fn<DENSE_WIDE_140, true>(), dense_fn<DENSE_WIDE_160, true>()};
     for (size_t i = 0; i < sizeof dense / sizeof dense[0]; i++) {
         cudaFuncAttributes attr;
         CUDA_RET(cudaFuncGetAttributes(&attr, dense[i]));

@@ -226,11 +226,12 @@ static void check_dense_rows(const char *what, const float *y, const float *x, c
     free(ref);
 }
 
-/* The 2017 layer (B 10000, IN 7200, OUT 500), whole and in pieces: a row's bits must not depend on B, on where the
- * piece starts, or on which kernel the launcher picks for it (big tiles, DENSE_PIPE_L, _M or _S; layers.cu). A
- * sample of rows is checked against nc_ref_dense too (all of them would take the CPU minutes). */
-static void test_dense_rows_independent(void) {
-    const int B = 10000, IN = 7200, OUT = 500;
+/* A layer of B 10000 (the 2017 one: IN 7200, OUT 500; 2019 spring's: 1296, 140; 2018 fall's: 4056, 160), whole and
+ * in pieces: a row's bits must not depend on B, on where the piece starts, or on which kernel the launcher picks for
+ * it (big tiles, the wide ones, DENSE_PIPE_L, _M or _S; layers.cu). A sample of rows is checked against
+ * nc_ref_dense too (all of them would take the CPU minutes). */
+static void test_dense_rows_independent(int IN, int OUT) {
+    const int B = 10000;
     const size_t nx = (size_t)B * IN, nw = (size_t)OUT * IN, ny = (size_t)B * OUT;
     float *x = xmalloc(nx * sizeof(float)), *w = xmalloc(nw * sizeof(float)), *b = xmalloc(OUT * sizeof(float));
     fill(x, nx, -1.0f, 1.0f);
@@ -242,27 +243,30 @@ static void test_dense_rows_independent(void) {
         const float *bb = with_bias ? db : NULL;
         nc_error err = {0};
         CU(cudaMemset(dall, 0xFF, ny * sizeof(float)));
-        check_rc(nc_cuda_dense_forward(dall, dx, dw, bb, B, IN, OUT, stream, &err), &err, "dense 2017 whole");
+        check_rc(nc_cuda_dense_forward(dall, dx, dw, bb, B, IN, OUT, stream, &err), &err, "dense whole");
         float *all = host_from(dall, ny);
         char what[96];
-        snprintf(what, sizeof what, "dense 2017 whole%s", with_bias ? " bias" : "");
+        snprintf(what, sizeof what, "dense %dx%d whole%s", IN, OUT, with_bias ? " bias" : "");
         for (int r = 0; r < B; r += 97)
             check_dense_rows(what, all + (size_t)r * OUT, x, w, with_bias ? b : NULL, r, 1, IN, OUT);
         check_dense_rows(what, all + (size_t)(B - 3) * OUT, x, w, with_bias ? b : NULL, B - 3, 3, IN, OUT);
-        /* Pieces {first row, rows}; on an H100 the whole batch takes a wave of big tiles and DENSE_PIPE_L after it,
-         * and the pieces: halves and 2500 rows DENSE_PIPE_L, 7000 and 4224 rows big tiles (a partial wave), 300
-         * rows DENSE_PIPE_M, a few rows DENSE_PIPE_S; across tile boundaries. */
-        const int pieces[][2] = {{0, 4999}, {4999, 5001}, {0, 1},       {1, 1},    {129, 3},     {130, 4},
-                                 {9993, 7}, {1000, 129},  {3333, 2500}, {0, 7000}, {1500, 4224}, {2000, 300}};
+        /* Pieces {first row, rows}; on an H100, OUT 500: the whole batch takes a wave of big tiles and DENSE_PIPE_L
+         * after it (9000 rows too), and the pieces: halves and 2500 rows DENSE_PIPE_L, 7000 and 4224 rows big tiles
+         * (a partial wave), 300 rows DENSE_PIPE_M, a few rows DENSE_PIPE_S; OUT 140 and 160: the whole batch and
+         * 9000 rows a wave of wide tiles, halves, 7000, 4224, 2500 and 300 rows DENSE_PIPE_M; across tile
+         * boundaries. */
+        const int pieces[][2] = {{0, 4999},    {4999, 5001}, {0, 1},      {1, 1},       {129, 3},
+                                 {130, 4},     {9993, 7},    {1000, 129}, {3333, 2500}, {0, 7000},
+                                 {1500, 4224}, {2000, 300},  {1000, 9000}};
         for (size_t p = 0; p < sizeof pieces / sizeof pieces[0]; p++) {
             const int r0 = pieces[p][0], n = pieces[p][1];
             CU(cudaMemset(dpart, 0xFF, ny * sizeof(float)));
             check_rc(nc_cuda_dense_forward(dpart, dx + (size_t)r0 * IN, dw, bb, n, IN, OUT, stream, &err), &err,
-                     "dense 2017 piece");
+                     "dense piece");
             float *part = host_from(dpart, (size_t)n * OUT);
             const int same = memcmp(part, all + (size_t)r0 * OUT, (size_t)n * OUT * sizeof(float)) == 0;
             if (!same)
-                fprintf(stderr, "dense 2017%s: rows %d..%d alone differ from the whole batch's bits\n",
+                fprintf(stderr, "dense %dx%d%s: rows %d..%d alone differ from the whole batch's bits\n", IN, OUT,
                         with_bias ? " bias" : "", r0, r0 + n - 1);
             CHECK(same);
             free(part);
@@ -280,10 +284,10 @@ static void test_dense_rows_independent(void) {
 }
 
 /* Every kernel nc_cuda_dense_forward picks (layers.cu; on an H100: big tiles for the waves of large B where OUT
- * pads to 128 no worse than to 64; then DENSE_PIPE_L where OUT pads to 64 no worse than to 32 and its blocks fill
- * the SMs (B 10000, OUT 500), DENSE_PIPE_M where its blocks do (B 10000, OUT 1, 10, 129, 160), DENSE_PIPE_S below
- * (B up to a few hundred)), each with 16-byte loads (IN % 4 == 0, aligned) and 4-byte ones, and every tail of IN,
- * OUT and B. */
+ * pads to 128 no worse than to 64, wide tiles for those where 128 < OUT <= 160 (16-byte loads only); then
+ * DENSE_PIPE_L where OUT pads to 64 no worse than to 32 and its blocks fill the SMs (B 10000, OUT 500), DENSE_PIPE_M
+ * where its blocks do (B 10000, OUT 1, 10; 129, 160 with 4-byte loads), DENSE_PIPE_S below (B up to a few hundred)),
+ * each with 16-byte loads (IN % 4 == 0, aligned) and 4-byte ones, and every tail of IN, OUT and B. */
 static void test_dense(void) {
     for (int rep = 0; rep < 12; rep++)
         test_dense_case(rand_int(1, 200), rand_int(1, 1200), rand_int(1, 300), rep % 3 != 0);
@@ -295,8 +299,11 @@ static void test_dense(void) {
         for (size_t o = 0; o < sizeof outs / sizeof outs[0]; o++)
             for (size_t j = 0; j < sizeof bs / sizeof bs[0]; j++)
                 test_dense_case(bs[j], ins[i], outs[o], (i + o + j) % 2);
-    /* B 10000 (on an H100): big tiles for a wave and DENSE_PIPE_L for the rest (OUT 500), DENSE_PIPE_M (OUT 1,
-     * 10, 129, 160); B 30000 x OUT 160 and B 60000 x OUT 140: DENSE_PIPE_M. */
+    /* B 10000 (on an H100): big tiles for a wave and DENSE_PIPE_L for the rest (OUT 500), DENSE_PIPE_M (OUT 1, 10;
+     * OUT 129 and 160 where IN % 4 != 0), a wave of wide tiles (OUT 129 and 160 where IN % 4 == 0); B 30000 x OUT
+     * 160: three waves of DENSE_WIDE_160 (the third partial); B 60000 x OUT 140: five waves of DENSE_WIDE_140 and
+     * DENSE_PIPE_M for the 7200 rows left; B 10037 x OUT 133: a wave of wide tiles whose last tile is partial,
+     * padding columns (OUT 150: see below); B 12000: a wave, then DENSE_PIPE_M. */
     /* NC_GPU_TEST_QUICK=1 (tools/gpu_suite.sh, under compute-sanitizer's racecheck, which follows every shared
      * memory access) keeps the large batches to small IN: every kernel still runs, on a few GFLOP instead of 170. */
     const char *quick_env = getenv("NC_GPU_TEST_QUICK");
@@ -310,6 +317,10 @@ static void test_dense(void) {
     }
     test_dense_case(30000, 36, 160, 1);
     test_dense_case(60000, 32, 140, 1);
+    test_dense_case(10037, 52, 133, 1);
+    test_dense_case(10037, 36, 150, 0); /* a wave of 10032 rows, then 5 rows of DENSE_PIPE_M */
+    test_dense_case(12000, 40, 140, 1);
+    test_dense_case(12000, 40, 160, 0);
     /* Unaligned x, w and y: the scalar loads (and the vector ones again with only y moved). */
     const int big_in = quick ? 32 : 500;
     for (int off = 1; off <= 3; off++) {
@@ -320,7 +331,11 @@ static void test_dense(void) {
         test_dense_at(200, 32, 10, 1, off, 0, 0);
     }
     test_dense_at(10000, big_in, 500, 1, 0, 0, 1);
-    if (!quick) test_dense_rows_independent();
+    if (!quick) {
+        test_dense_rows_independent(7200, 500);
+        test_dense_rows_independent(1296, 140);
+        test_dense_rows_independent(4056, 160);
+    }
 }
 
 static void test_softmax_argmax(void) {
