@@ -436,6 +436,7 @@ static int dense_wide_rows(int *rows, int B, double cost, int dev, int sms, nc_e
     const void *fn = dense_fn<PIPE, BM, BN, BK, TM, TN, X, true>();
     int per_sm, optin;
     *rows = 0;
+    if ((double)B * cost < (double)sms * BM) return NC_OK; /* short of a wave of one block an SM: no driver calls */
     CUDA_RET(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     if (optin < smem) return NC_OK;
     CUDA_RET(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
