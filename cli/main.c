@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "core/error.h"
 #ifdef NC_HAVE_CUDA
 #include "cuda/cuda_layers.h"
 #endif
@@ -33,12 +34,13 @@ int cli_fail(const nc_error *err) {
 }
 
 int cli_usage_error(const char *fmt, ...) {
+    char raw[NC_ERROR_MSG_LEN], msg[NC_ERROR_MSG_LEN];
     va_list ap;
     va_start(ap, fmt);
-    fputs("nanoconv: error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    nc_plain_text(msg, raw); /* arguments are quoted as given */
+    fprintf(stderr, "nanoconv: error: %s\n", msg);
     return EXIT_USAGE;
 }
 

@@ -1,4 +1,4 @@
-"""Test-side helpers: write IDX and safetensors files, run the nanoconv CLI.
+"""Test-side helpers: write IDX, safetensors and MXNet files, run the nanoconv CLI.
 
 Kept small on purpose: the tests must not depend on the code they check, so
 these writers are independent of src/io/.
@@ -61,6 +61,56 @@ def write_idx_labels(path, labels, magic=0x801, compress=False):
     blob = struct.pack(">II", magic, len(labels)) + bytes(int(x) for x in labels)
     with (gzip.open if compress else open)(path, "wb") as f:
         f.write(blob)
+
+
+# MXNet's files (docs/MXNET_IMPORT.md): a symbol's JSON and an NDArray list.
+MXNET_V1_MAGIC, MXNET_V2_MAGIC = 0xF993FAC8, 0xF993FAC9
+MXNET_DTYPES = {"float32": 0, "float64": 1, "float16": 2, "uint8": 3, "int32": 4, "int8": 5, "int64": 6}
+
+
+class MxnetSymbol:
+    """A chain of MXNet nodes. attr_key is "attrs" (MXNet 1.x) or "attr" (0.x); values are strings as MXNet writes
+    them. Each op's parameters become null nodes named NODE_weight / NODE_bias, as MXNet names them."""
+
+    def __init__(self, attr_key="attrs"):
+        self.key, self.nodes, self.args = attr_key, [], []
+        self.head = self.var("data")
+
+    def var(self, name):
+        self.nodes.append({"op": "null", "name": name, "inputs": []})
+        self.args.append(len(self.nodes) - 1)
+        return len(self.nodes) - 1
+
+    def op(self, op, name, params=(), extra=(), **attrs):
+        inputs = [self.head] + [self.var(f"{name}_{p}") for p in params] + [self.var(e) for e in extra]
+        node = {"op": op, "name": name, "inputs": [[i, 0, 0] for i in inputs]}
+        if attrs:
+            node[self.key] = {k: str(v) for k, v in attrs.items()}
+        self.nodes.append(node)
+        self.head = len(self.nodes) - 1
+        return self
+
+    def graph(self):
+        return {"nodes": self.nodes, "arg_nodes": self.args, "node_row_ptr": list(range(len(self.nodes) + 1)),
+                "heads": [[self.head, 0, 0]], "attrs": {"mxnet_version": ["int", 10500]}}
+
+    def json(self):
+        return json.dumps(self.graph())
+
+
+def mxnet_params_blob(arrays, version=2):
+    """arrays: list of (name, numpy array). MXNet's NDArray list: header, arrays, names; little-endian."""
+    import numpy as np
+    b = struct.pack("<QQQ", 0x112, 0, len(arrays))
+    for _, a in arrays:
+        a = np.ascontiguousarray(a)
+        b += struct.pack("<Ii", MXNET_V2_MAGIC, 0) if version == 2 else struct.pack("<I", MXNET_V1_MAGIC)
+        b += struct.pack(f"<I{a.ndim}q", a.ndim, *a.shape) + struct.pack("<iii", 1, 0, MXNET_DTYPES[a.dtype.name])
+        b += a.astype(a.dtype.newbyteorder("<")).tobytes()
+    b += struct.pack("<Q", len(arrays))
+    for name, _ in arrays:
+        b += struct.pack("<Q", len(name.encode())) + name.encode()
+    return b
 
 
 def read_idx(path):

@@ -345,6 +345,16 @@ int nc_model_load(nc_model **out, const char *path, nc_error *err) {
         rc = nc_fail(err, NC_ERR_FORMAT, "%s: header does not start with '{' (not a safetensors file?)", path);
         goto done;
     }
+    /* The format's header is UTF-8 JSON, and cJSON does not check the encoding. */
+    for (const char *p = header; p < header + hlen;) {
+        const int n = (unsigned char)*p < 0x80 ? 1 : nc_utf8_len(p);
+        if (!n) {
+            rc = nc_fail(err, NC_ERR_FORMAT, "%s: header is not UTF-8 text (byte %lld of the header)", path,
+                         (long long)(p - header));
+            goto done;
+        }
+        p += n;
+    }
     const char *end = NULL;
     root = cJSON_ParseWithLengthOpts(header, (size_t)hlen, &end, 0);
     if (!root) {

@@ -3,7 +3,7 @@ layouts) are imported, and the imported model gives bitwise the same outputs as 
 on every backend built (GPU ones where a GPU answers). Damaged or unsupported files each give one clear message
 naming the file and what was wrong, exit status 2, and nothing at -o.
 
-The writers below follow MXNet's formats (docs/MXNET_IMPORT.md) and share nothing with src/io/mxnet.c.
+The writers (tests/ncpy.py) follow MXNet's formats (docs/MXNET_IMPORT.md) and share nothing with src/io/mxnet.c.
 """
 import json
 import os
@@ -22,53 +22,8 @@ except ImportError:
 
 chk = ncpy.Checker("test_mxnet_import")
 
-# ------------------------------------------------------------------ test-side MXNet writers
-
-V1_MAGIC, V2_MAGIC = 0xF993FAC8, 0xF993FAC9
-DTYPES = {np.dtype(np.float32): 0, np.dtype(np.float64): 1, np.dtype(np.float16): 2, np.dtype(np.uint8): 3,
-          np.dtype(np.int32): 4, np.dtype(np.int8): 5, np.dtype(np.int64): 6}
-
-
-class Symbol:
-    """A chain of MXNet nodes. attr_key is "attrs" (MXNet 1.x) or "attr" (0.x); values are strings as MXNet writes
-    them. Each op's parameters become null nodes named NODE_weight / NODE_bias, as MXNet names them."""
-
-    def __init__(self, attr_key="attrs"):
-        self.key, self.nodes, self.args = attr_key, [], []
-        self.head = self.var("data")
-
-    def var(self, name):
-        self.nodes.append({"op": "null", "name": name, "inputs": []})
-        self.args.append(len(self.nodes) - 1)
-        return len(self.nodes) - 1
-
-    def op(self, op, name, params=(), extra=(), **attrs):
-        inputs = [self.head] + [self.var(f"{name}_{p}") for p in params] + [self.var(e) for e in extra]
-        node = {"op": op, "name": name, "inputs": [[i, 0, 0] for i in inputs]}
-        if attrs:
-            node[self.key] = {k: str(v) for k, v in attrs.items()}
-        self.nodes.append(node)
-        self.head = len(self.nodes) - 1
-        return self
-
-    def json(self):
-        return json.dumps({"nodes": self.nodes, "arg_nodes": self.args,
-                           "node_row_ptr": list(range(len(self.nodes) + 1)), "heads": [[self.head, 0, 0]],
-                           "attrs": {"mxnet_version": ["int", 10500]}})
-
-
-def params_blob(arrays, version=2):
-    """arrays: list of (name, numpy array). MXNet's NDArray list: header, arrays, names; little-endian."""
-    b = struct.pack("<QQQ", 0x112, 0, len(arrays))
-    for _, a in arrays:
-        a = np.ascontiguousarray(a)
-        b += struct.pack("<Ii", V2_MAGIC, 0) if version == 2 else struct.pack("<I", V1_MAGIC)
-        b += struct.pack(f"<I{a.ndim}q", a.ndim, *a.shape) + struct.pack("<iii", 1, 0, DTYPES[a.dtype])
-        b += a.astype(a.dtype.newbyteorder("<")).tobytes()
-    b += struct.pack("<Q", len(arrays))
-    for name, _ in arrays:
-        b += struct.pack("<Q", len(name.encode())) + name.encode()
-    return b
+# The test-side MXNet writers (tests/ncpy.py), which follow MXNet's formats and share nothing with src/io/mxnet.c.
+Symbol, params_blob = ncpy.MxnetSymbol, ncpy.mxnet_params_blob
 
 
 # ------------------------------------------------------------------ the two networks

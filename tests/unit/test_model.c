@@ -1,7 +1,8 @@
 /*
  * The model graph and its file: architecture parsing (good text and every error), the shapes, parameter and FLOP
  * counts of the course's networks, text round-trips, seeded init, save -> load round-trip, and the loader's answer
- * to each kind of corrupt safetensors file (written by this test into a mkdtemp directory).
+ * to each kind of corrupt safetensors file (written by this test into a mkdtemp directory), and the messages' plain
+ * text (nc_plain_text: what a damaged file's names and values become when a message quotes them).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "core/error.h"
@@ -545,6 +546,48 @@ static void test_hand_written_file(void) {
     unlink(path);
 }
 
+/* nc_plain_text: printable ASCII and well-formed UTF-8 kept, everything else as \xHH, cut at a whole character. */
+static void plain_is(const char *in, const char *want) {
+    char out[NC_ERROR_MSG_LEN];
+    nc_plain_text(out, in);
+    CHECK(strcmp(out, want) == 0);
+    if (strcmp(out, want)) fprintf(stderr, "  nc_plain_text gave \"%s\", want \"%s\"\n", out, want);
+}
+
+static void test_plain_text(void) {
+    plain_is("tensor '3.weight' (conv 16 5)", "tensor '3.weight' (conv 16 5)");
+    plain_is("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+             "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");                             /* é, €, an emoji */
+    plain_is("\x1b[31mred\x7f", "\\x1b[31mred\\x7f");                                  /* escape and DEL */
+    plain_is("a\nb\tc\rd", "a\\x0ab\\x09c\\x0dd");                                     /* one line */
+    plain_is("\xc2\x85|\xc2\xa0", "\\xc2\\x85|\xc2\xa0");                              /* C1 NEL escaped; U+00A0 kept */
+    plain_is("\xc0\xaf \xe0\x80\xaf", "\\xc0\\xaf \\xe0\\x80\\xaf");                   /* overlong forms */
+    plain_is("\xed\xa0\x80 \xf4\x90\x80\x80", "\\xed\\xa0\\x80 \\xf4\\x90\\x80\\x80"); /* a surrogate; > U+10FFFF */
+    plain_is("x\xe2\x82", "x\\xe2\\x82");       /* a character cut short by the end */
+    plain_is("\xb1rel\xffu", "\\xb1rel\\xffu"); /* stray continuation byte; 0xff */
+    CHECK(nc_utf8_len("\xc3\xa9") == 2 && nc_utf8_len("\xe2\x82\xac") == 3 && nc_utf8_len("\xf0\x9f\x98\x80") == 4);
+    CHECK(nc_utf8_len("a") == 0 && nc_utf8_len("\xc3") == 0 && nc_utf8_len("\xf8\x88\x80\x80\x80") == 0);
+
+    /* Escapes that do not fit end at a whole one: 600 control bytes give 127 escapes (508 of the 511 characters). */
+    char in[601], out[NC_ERROR_MSG_LEN];
+    memset(in, 1, 600);
+    in[600] = '\0';
+    nc_plain_text(out, in);
+    CHECK(strlen(out) == 508 && strncmp(out + 504, "\\x01", 4) == 0);
+    /* A multi-byte character that does not fit is left out whole. */
+    memset(in, 'a', 509);
+    memcpy(in + 509, "\xe2\x82\xac", 4);
+    nc_plain_text(out, in);
+    CHECK(strlen(out) == 509);
+
+    /* nc_fail and nc_error_prefix pass the whole message through it. */
+    nc_error err = {0};
+    CHECK(nc_fail(&err, NC_ERR_FORMAT, "layer '%s'", "\x1b]0;title\x07") == NC_ERR_FORMAT);
+    CHECK(strcmp(err.msg, "layer '\\x1b]0;title\\x07'") == 0);
+    nc_error_prefix(&err, "%s", "dir\n/m.safetensors");
+    CHECK(strcmp(err.msg, "dir\\x0a/m.safetensors: layer '\\x1b]0;title\\x07'") == 0);
+}
+
 static void test_corrupt_files(void) {
     char path[256];
     nc_model *m = (nc_model *)&m;
@@ -590,6 +633,17 @@ static void test_corrupt_files(void) {
     load_fails("badarch.safetensors",
                "{\"__metadata__\":{\"nanoconv.input\":\"1x4x4 raw\",\"nanoconv.layers\":\"conv 2 3; relux\"}," T0 "}",
                72, NC_ERR_FORMAT, "layer 1: unknown layer 'relux'");
+    /* A byte that is not UTF-8 (the format's header is UTF-8 JSON), and a name with a terminal's escape sequence in
+     * it, quoted with the sequence escaped. */
+    load_fails("utf8.safetensors",
+               "{\"__metadata__\":{\"nanoconv.input\":\"1x4x4 raw\",\"nanoconv.layers\":\"conv 2 3; relu\xb1\"}," T0
+               "}",
+               72, NC_ERR_FORMAT, "header is not UTF-8 text (byte 79 of the header)");
+    load_fails(
+        "esc.safetensors",
+        "{\"__metadata__\":{\"nanoconv.input\":\"1x4x4 raw\",\"nanoconv.layers\":\"conv 2 3; \\u001b[31mrelu\"}," T0
+        "}",
+        72, NC_ERR_FORMAT, "layer 1: unknown layer '\\x1b[31mrelu'");
 
     /* Entries. */
     load_fails("notobj.safetensors", "{" META ",\"0.weight\":5," T3W "," T3B "}", 180, NC_ERR_FORMAT,
@@ -709,6 +763,7 @@ int main(void) {
     test_save_load();
     test_save_failures();
     test_hand_written_file();
+    test_plain_text();
     test_corrupt_files();
     remove_tmp_dir();
     return nc_test_done("test_model");
