@@ -39,7 +39,7 @@ int cli_usage_error(const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
-    nc_plain_text(msg, raw); /* arguments are quoted as given */
+    nc_plain_text(msg, sizeof msg, raw); /* arguments are quoted as given */
     fprintf(stderr, "nanoconv: error: %s\n", msg);
     return EXIT_USAGE;
 }

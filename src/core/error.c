@@ -25,7 +25,7 @@ int nc_utf8_len(const char *str) {
     return n;
 }
 
-void nc_plain_text(char out[NC_ERROR_MSG_LEN], const char *in) {
+void nc_plain_text(char *out, size_t cap, const char *in) {
     static const char hex[] = "0123456789abcdef";
     const unsigned char *s = (const unsigned char *)in;
     size_t o = 0;
@@ -33,11 +33,11 @@ void nc_plain_text(char out[NC_ERROR_MSG_LEN], const char *in) {
         int n = *s >= 0x20 && *s < 0x7F ? 1 : nc_utf8_len((const char *)s);
         if (n == 2 && s[0] == 0xC2 && s[1] < 0xA0) n = 0; /* U+0080..U+009F, the C1 controls */
         if (n) {
-            if (o + n >= NC_ERROR_MSG_LEN) break;
+            if (o + n >= cap) break;
             memcpy(out + o, s, n);
             o += n, s += n;
         } else {
-            if (o + 4 >= NC_ERROR_MSG_LEN) break;
+            if (o + 4 >= cap) break;
             out[o] = '\\', out[o + 1] = 'x', out[o + 2] = hex[*s >> 4], out[o + 3] = hex[*s & 15];
             o += 4, s++;
         }
@@ -52,7 +52,7 @@ int nc_fail(nc_error *err, int code, const char *fmt, ...) {
         va_start(ap, fmt);
         vsnprintf(raw, sizeof raw, fmt, ap);
         va_end(ap);
-        nc_plain_text(err->msg, raw);
+        nc_plain_text(err->msg, sizeof err->msg, raw);
         err->code = code;
     }
     return code;
@@ -67,7 +67,7 @@ void nc_error_prefix(nc_error *err, const char *fmt, ...) {
     va_end(ap);
     strncat(raw, ": ", sizeof raw - strlen(raw) - 1);
     strncat(raw, err->msg, sizeof raw - strlen(raw) - 1);
-    nc_plain_text(err->msg, raw);
+    nc_plain_text(err->msg, sizeof err->msg, raw);
 }
 
 double nc_now(void) {

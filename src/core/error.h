@@ -21,12 +21,12 @@ int nc_fail(nc_error *err, int code, const char *fmt, ...) NC_PRINTF(3, 4);
 /* Prefixes err's message with a context such as a file name: "ctx: msg". */
 void nc_error_prefix(nc_error *err, const char *fmt, ...) NC_PRINTF(2, 3);
 
-/* Writes in to out (NC_ERROR_MSG_LEN bytes) as plain text: a byte that is neither printable ASCII nor part of a
+/* Writes in to out (cap bytes, cap >= 1) as plain text: a byte that is neither printable ASCII nor part of a
  * well-formed UTF-8 character, and every control character (newline, escape, DEL, U+0080..U+009F), becomes "\xHH"
  * (four characters); where that does not fit, out ends at the last whole character. Messages quote names and values
  * read from the files they are about, and a damaged file must not put raw bytes, or a terminal's escape sequences,
- * into them. nc_fail and nc_error_prefix pass every message through it. */
-void nc_plain_text(char out[NC_ERROR_MSG_LEN], const char *in);
+ * into them: nc_fail and nc_error_prefix pass every message through it, and a model's name is kept so. */
+void nc_plain_text(char *out, size_t cap, const char *in);
 
 /* The length (2 to 4) of the well-formed UTF-8 character of several bytes that s starts with (RFC 3629: no overlong
  * form, no surrogate, nothing above U+10FFFF), else 0 (an ASCII byte, or not UTF-8). Reads no further than the first

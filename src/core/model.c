@@ -295,7 +295,7 @@ int nc_model_build(nc_model **out, const char *name, const char *input_text, con
     *out = NULL;
     nc_model *m = calloc(1, sizeof *m);
     if (!m) return nc_fail(err, NC_ERR_NOMEM, "cannot allocate the model");
-    snprintf(m->name, sizeof m->name, "%s", name ? name : "model");
+    nc_plain_text(m->name, sizeof m->name, name ? name : "model"); /* printed as it is by eval, info, ... */
 
     int rc = parse_input(m, input_text, err);
     if (rc) goto fail;

@@ -60,6 +60,10 @@ def model_mutations(blob):
         g = json.loads(json.dumps(h))
         g["__metadata__"]["nanoconv.input"] = v
         out.append((f"model input {i} {v!r}", with_header(blob, g)))
+    for i, v in enumerate(WEIRD_STRINGS):
+        g = json.loads(json.dumps(h))
+        g["__metadata__"]["nanoconv.name"] = v + "\u00e9" * 40  # and a name longer than the 63 bytes kept
+        out.append((f"model name {i} {v!r}", with_header(blob, g)))
     for i, v in enumerate(WEIRD_LAYERS):
         g = json.loads(json.dumps(h))
         parts = g["__metadata__"]["nanoconv.layers"].split("; ")
@@ -143,16 +147,18 @@ escaped = []  # messages that quote a control character, escaped
 
 def run_case(what, args, logits=None):
     p = subprocess.run([ncpy.nanoconv()] + args, capture_output=True)
-    try:
-        p.stderr = p.stderr.decode("utf-8")
-        plain = all(c.isprintable() or c == "\n" for c in p.stderr)
-    except UnicodeDecodeError:
-        p.stderr, plain = p.stderr.decode("utf-8", "backslashreplace"), False
+    for stream in ("stdout", "stderr"):  # a model's name is printed on stdout
+        try:
+            text = getattr(p, stream).decode("utf-8")
+            plain = all(c.isprintable() or c == "\n" for c in text)
+        except UnicodeDecodeError:
+            text, plain = getattr(p, stream).decode("utf-8", "backslashreplace"), False
+        setattr(p, stream, text)
+        chk.check(plain, f"{what}: {stream} is not plain text: {text[-300:]!r}")
     err = p.stderr.lower()
-    chk.check(plain, f"{what}: the message is not plain text: {p.stderr[-300:]!r}")
     chk.check(p.returncode in (0, 2), f"{what}: {' '.join(args[:1])} exit {p.returncode}\n{p.stderr[-2000:]}")
     chk.check("sanitizer" not in err and "runtime error" not in err, f"{what}: sanitizer report: {p.stderr[-3000:]}")
-    if "\\x1b" in p.stderr:
+    if "\\x1b" in p.stderr or "\\x1b" in p.stdout:
         escaped.append(what)
     if p.returncode == 2:
         chk.check("error" in err and err.count("\n") <= 2, f"{what}: not one clear message: {p.stderr[-500:]!r}")

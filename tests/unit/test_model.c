@@ -549,7 +549,7 @@ static void test_hand_written_file(void) {
 /* nc_plain_text: printable ASCII and well-formed UTF-8 kept, everything else as \xHH, cut at a whole character. */
 static void plain_is(const char *in, const char *want) {
     char out[NC_ERROR_MSG_LEN];
-    nc_plain_text(out, in);
+    nc_plain_text(out, sizeof out, in);
     CHECK(strcmp(out, want) == 0);
     if (strcmp(out, want)) fprintf(stderr, "  nc_plain_text gave \"%s\", want \"%s\"\n", out, want);
 }
@@ -572,13 +572,33 @@ static void test_plain_text(void) {
     char in[601], out[NC_ERROR_MSG_LEN];
     memset(in, 1, 600);
     in[600] = '\0';
-    nc_plain_text(out, in);
+    nc_plain_text(out, sizeof out, in);
     CHECK(strlen(out) == 508 && strncmp(out + 504, "\\x01", 4) == 0);
     /* A multi-byte character that does not fit is left out whole. */
     memset(in, 'a', 509);
     memcpy(in + 509, "\xe2\x82\xac", 4);
-    nc_plain_text(out, in);
+    nc_plain_text(out, sizeof out, in);
     CHECK(strlen(out) == 509);
+
+    /* Any cap: a 6-byte buffer has no room for an escape after "ab", a 7-byte one has. */
+    char small[7];
+    nc_plain_text(small, 6, "ab\x1b");
+    CHECK(strcmp(small, "ab") == 0);
+    nc_plain_text(small, 7, "ab\x1b");
+    CHECK(strcmp(small, "ab\\x1b") == 0);
+
+    /* A model's name, as eval and info print it: escaped, and never cut inside a character. */
+    nc_model *m = NULL;
+    nc_error e = {0};
+    CHECK(nc_model_build(&m, "n\x1b[2Jx", "1x4x4 raw", "flatten; dense 10 bias; softmax", &e) == NC_OK);
+    CHECK(m && strcmp(m->name, "n\\x1b[2Jx") == 0);
+    nc_model_free(m);
+    memset(in, 'a', 62);
+    memcpy(in + 62, "\xc3\xa9", 3); /* é takes bytes 62 and 63 of a 64-byte name: left out whole */
+    m = NULL;
+    CHECK(nc_model_build(&m, in, "1x4x4 raw", "flatten; dense 10 bias; softmax", &e) == NC_OK);
+    CHECK(m && strlen(m->name) == 62);
+    nc_model_free(m);
 
     /* nc_fail and nc_error_prefix pass the whole message through it. */
     nc_error err = {0};
