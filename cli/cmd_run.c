@@ -95,8 +95,8 @@ static int run_option(run_args *a, int c, const char *arg) {
 static const char run_options_help[] =
     "  -m, --model FILE      model file (.safetensors; docs/MODEL_FORMAT.md)\n"
     "      --backend NAME    cpu-ref, cpu, cuda or cudnn, as built (nanoconv --version); default: %s\n"
-    "      --conv-kernel V   convolution kernel version (cuda: 1..14, cpu: 1 direct, 2 implicit GEMM); 0, the\n"
-    "                        default: cuda the fastest exact version for each layer shape (measured once on this\n"
+    "      --conv-kernel V   convolution kernel version (cuda: 1..15, cpu: 1 direct, 2 implicit GEMM); 0, the\n"
+    "                        default: cuda the fastest fp32 version for each layer shape (measured once on this\n"
     "                        GPU and cached, $NANOCONV_CACHE_DIR or ~/.cache/nanoconv), cpu by a cost model\n"
     "      --threads T       CPU threads (default: OpenMP's, i.e. OMP_NUM_THREADS or all cores)\n"
     "      --chunk B         images per chunk (default: the backend's choice)\n"

@@ -32,8 +32,9 @@
 #define CUDA_MEMORY_SHARE 0.7
 
 /* The conv versions that take the activation and pooling after a convolution: 6 and 14 (conv_direct.cu: 2 x 2
- * patches, or two rows of four, nc_conv_launch_fused_rows' rows 0 and 2) and the tensor-core ones, 7 to 10
- * (conv_tc.cu, which leave what they do not take to 6). */
+ * patches, or two rows of four, nc_conv_launch_fused_rows' rows 0 and 2), 15 (conv_wino.cu, rows 3; a layer it does
+ * not take runs on 14, cuda_plan_fusion) and the tensor-core ones, 7 to 10 (conv_tc.cu, which leave what they do not
+ * take to 6). */
 static int version_is_tc(int v) {
     return nc_cuda_conv_version_precision(v) != NC_PRECISION_FP32;
 }
@@ -78,6 +79,14 @@ static void cuda_plan_fusion(cuda_plan *p) {
     int conv = 0;
     for (int li = 0; li < m->n_layers; li++) {
         if (m->layers[li].kind != NC_CONV) continue;
+        if (p->version[li] == 15) { /* a layer version 15 does not take, fused or alone, runs on version 14 */
+            const nc_layer *l = &m->layers[li];
+            const nc_conv_epilogue none = {-1, -1, 1, 1};
+            nc_conv_epilogue e;
+            const int f = fusable_epilogue(m, li, &e);
+            if (!nc_conv_wino_takes(l->in.c, l->in.h, l->in.w, l->m, l->k, f ? &e : &none, li == 0 && f))
+                p->version[li] = 14;
+        }
         const int v = p->version[li];
         char *note = p->note[conv++];
         char tuned[16] = "";

@@ -398,7 +398,20 @@ static int op_version(void *ctx, cudaStream_t s, nc_error *err) {
     return nc_cuda_conv_forward(c->version, c->y, c->x, c->k, c->bias, c->N, h->C, h->H, h->W, h->M, h->K, s, err);
 }
 
-/* An exact version with its epilogue fused (6 or 14: nc_conv_fused_rows_of). */
+/* A version that does not take a shape (NC_ERR_ARG): said, and kept in the JSON's "not_taken". */
+static void not_taken(bench *b, const nc_bench_shape *h, int N, int v, const char *label, const nc_error *err) {
+    fprintf(b->out, "%-30s %6d  %-28s not taken: %s\n", h->name, N, label, err->msg);
+    if (!b->not_taken) return;
+    cJSON *r = cJSON_CreateObject();
+    shape_json(r, h);
+    cJSON_AddNumberToObject(r, "N", N);
+    cJSON_AddStringToObject(r, "version", label);
+    cJSON_AddNumberToObject(r, "version_number", v);
+    cJSON_AddStringToObject(r, "reason", err->msg);
+    cJSON_AddItemToArray(b->not_taken, r);
+}
+
+/* An fp32 version with its epilogue fused (6, 14 or 15: nc_conv_fused_rows_of). */
 static int op_fused(void *ctx, cudaStream_t s, nc_error *err) {
     conv_ctx *c = (conv_ctx *)ctx;
     const nc_bench_shape *h = c->sh;
@@ -630,17 +643,8 @@ static int bench_shape(bench *b, const nc_bench_shape *h, int N, nc_error *err) 
         snprintf(label, sizeof label, "v%d %s", v, nc_cuda_conv_version_name(v));
         c.version = v;
         rc = time_median(b, op_version, &c, &ms, &runs, err);
-        if (rc == NC_ERR_ARG) { /* a shape outside the version's range: said, and kept in "not_taken" */
-            fprintf(b->out, "%-30s %6d  %-28s not taken: %s\n", h->name, N, label, err->msg);
-            if (b->not_taken) {
-                cJSON *r = cJSON_CreateObject();
-                shape_json(r, h);
-                cJSON_AddNumberToObject(r, "N", N);
-                cJSON_AddStringToObject(r, "version", label);
-                cJSON_AddNumberToObject(r, "version_number", v);
-                cJSON_AddStringToObject(r, "reason", err->msg);
-                cJSON_AddItemToArray(b->not_taken, r);
-            }
+        if (rc == NC_ERR_ARG) { /* a shape outside the version's range */
+            not_taken(b, h, N, v, label, err);
             rc = NC_OK;
             continue;
         }
@@ -666,8 +670,8 @@ static int bench_shape(bench *b, const nc_bench_shape *h, int N, nc_error *err) 
     if ((h->act >= 0 || h->pool >= 0) && nc_conv_direct_fuses(&c.epi, h->K)) {
         char label[48], note[160], pnote[96];
         snprintf(note, sizeof note, "fused %s+%s", kind_name(h->act), kind_name(h->pool));
-        /* The exact versions that fuse: 6, and 14 (version 6's kernel where it takes neither the pooling nor the
-         * channels: 4/4 pooling, and several channels on float input). */
+        /* The fp32 versions that fuse: 6, 14 (version 6's kernel where it takes neither the pooling nor the
+         * channels: 4/4 pooling, and several channels on float input) and 15 (the shapes it has kernels for). */
         for (int v = 1; v <= nc_cuda_conv_num_versions(); v++) {
             if (nc_conv_fused_rows_of(v) < 0 || !wanted(b, v)) continue;
             if (v == 6)
@@ -675,7 +679,13 @@ static int bench_shape(bench *b, const nc_bench_shape *h, int N, nc_error *err) 
             else
                 snprintf(label, sizeof label, "v%d %s fused%s", v, nc_cuda_conv_version_name(v), c.xu ? " u8" : "");
             c.version = v;
-            if ((rc = time_median(b, op_fused, &c, &ms, &runs, err))) goto cleanup;
+            rc = time_median(b, op_fused, &c, &ms, &runs, err);
+            if (rc == NC_ERR_ARG) { /* version 15 on uint8 pixels, or a shape it has no kernel for */
+                not_taken(b, h, N, v, label, err);
+                rc = NC_OK;
+                continue;
+            }
+            if (rc) goto cleanup;
             emit_row(b, h, N, v, label, NC_PRECISION_FP32, 1, note, ms, runs,
                      conv_cost(b, h, N, 1, c.xu != NULL, 4, NC_PRECISION_FP32), cudnn_ms);
         }

@@ -1,6 +1,6 @@
 /*
  * The cuda backend's default convolution kernel: for each layer shape, the
- * fastest exact-fp32, reproducible version of the ladder (1..6, 11 and 13),
+ * fastest fp32, reproducible version of the ladder (1..6, 11, 13, 14 and 15),
  * measured on this GPU the
  * first time the shape is seen and remembered in a small JSON file.
  *

@@ -13,6 +13,7 @@
  *                   8  tc-3xtf32: version 7 with split weights (and split float inputs): near-exact
  *                   9  tc-fp16: version 7 on mma.sync fp16 (m16n8k16, fp32 sums; reduced precision)
  *                  10  tc-bf16: version 7 on mma.sync bf16 (m16n8k16, fp32 sums; reduced precision)
+ *   conv_wino.cu   15  winograd: F(4 x 4, 5 x 5) minimal filtering in fp32, alone or fused (its own bits)
  *
  * Every launcher computes y (B, M, H-K+1, W-K+1) from x (B, C, H, W), k (M, C, K, K) and bias (M) or NULL,
  * enqueued on `stream` (C linkage, so that tests/gpu/test_conv_ladder.c calls them too); it fails with NC_ERR_ARG for a
@@ -46,6 +47,7 @@ int nc_conv_launch_splitc_tree(NC_CONV_LAUNCHER_ARGS);
 int nc_conv_launch_splitc_atomic(NC_CONV_LAUNCHER_ARGS);
 int nc_conv_launch_direct_rows(NC_CONV_LAUNCHER_ARGS);  /* version 13 */
 int nc_conv_launch_direct_tiles(NC_CONV_LAUNCHER_ARGS); /* version 14 */
+int nc_conv_launch_winograd(NC_CONV_LAUNCHER_ARGS);     /* version 15 */
 
 /* What a fused version applies to the convolution's output before the one store: bias (in the launcher's
  * arguments), then the activation, then the pooling. */
@@ -74,11 +76,13 @@ int nc_conv_launch_fused(float *y, const float *x, const uint8_t *x_u8, const nc
 /* The same with other patches: rows = 0, version 6 (nc_conv_launch_fused); rows = 1, a row of four outputs a thread
  * where the layer is unpooled (version 13's; pooled, version 6's patches); rows = 2, version 14 fused: two rows of
  * four a thread, unpooled or under 2/2 pooling (two pooling windows side by side; 4/4 pooling and several channels
- * on float input as version 6). The same bits as version 6. */
+ * on float input as version 6). The same bits as version 6. rows = 3: version 15, Winograd's F(4 x 4, 5 x 5)
+ * (nc_conv_launch_wino_fused: its own bits; NC_ERR_ARG for uint8 pixels and for what nc_conv_wino_takes refuses). */
 int nc_conv_launch_fused_rows(float *y, const float *x, const uint8_t *x_u8, const nc_conv_lut *lut, const float *k,
                               const float *bias, int B, int C, int H, int W, int M, int K, const nc_conv_epilogue *e,
                               int rows, cudaStream_t stream, nc_error *err);
-/* The exact versions that fuse an epilogue, 6 and 14: their rows for nc_conv_launch_fused_rows (0 and 2), else -1. */
+/* The fp32 versions that fuse an epilogue, 6, 14 and 15: their rows for nc_conv_launch_fused_rows (0, 2 and 3), else
+ * -1. */
 int nc_conv_fused_rows_of(int version);
 
 /* Versions 5 and 6 on layers of several channels (conv_directc.cu; nc_conv_launch_fused calls it for float input
@@ -90,6 +94,15 @@ int nc_conv_fused_rows_of(int version);
 int nc_conv_directc_takes(int C, int H, int W, int M, int K, const nc_conv_epilogue *e);
 int nc_conv_launch_directc(float *y, const float *x, const float *k, const float *bias, int B, int C, int H, int W,
                            int M, int K, const nc_conv_epilogue *e, cudaStream_t stream, nc_error *err);
+
+/* Version 15 (conv_wino.cu): Winograd's F(4 x 4, 5 x 5) in fp32, its own bits (errors about 5 times the direct
+ * sum's). It takes float input (pixels 0) of the layers it has a kernel for: 12 x 33 x 33 -> 24 and 6 x 22 x 22 ->
+ * 16, K = 5, alone or pooled 2/2 (max or average), and 6 x 30 x 30 -> 16 alone, with any activation version 6
+ * fuses. The launcher takes nc_conv_launch_fused's arguments but the pixels; NC_ERR_ARG for a layer it does not
+ * take. */
+int nc_conv_wino_takes(int C, int H, int W, int M, int K, const nc_conv_epilogue *e, int pixels);
+int nc_conv_launch_wino_fused(float *y, const float *x, const float *k, const float *bias, int B, int C, int H, int W,
+                              int M, int K, const nc_conv_epilogue *e, cudaStream_t stream, nc_error *err);
 
 /* Whether version `version` (7..10, conv_tc.cu) runs this layer on the tensor cores: K = 3..7, pooling none or 2/2,
  * and either C = 1, M <= 256 and one float image's buffers (its staged tile and two copies) within 192 KB, or

@@ -2,12 +2,15 @@
 
 1. A layer given on the command line, `--shape 1x28x28:50x5+tanh+maxpool2 -n 100 --reps 3 --sweep --json F`:
    "versions" lists 1..V (V >= 8: the table grows, the test does not hard-code it), each with a name and a
-   precision; "layers" has a row, alone (unfused), for every one of them and cuDNN fp32 rows; every row has a
+   precision; "layers" has a row, alone (unfused), for every one of them but version 15 (Winograd, kernels for the
+   zoo's K = 5 second layers only), which "not_taken" gives with its reason, and cuDNN fp32 rows; every row has a
    positive time, FLOPs, bytes, floor and share of it; rows of a version below fp32 (where the tensor cores take
    the layer: they do this one, C = 1, K = 5) carry its precision and say "reduced precision" or "near-exact";
    versions 6 and 14 have a fused fp32 row; "floors" has the copy bandwidth and the fp32, tf32, fp16 and bf16
    peaks, all positive; "sweep" has one row per tensor-core version and tuning of "tunings", exactly one of each
    version's marked fastest.
+   Then 2019 spring's second layer, `--shape 6x22x22:16x5+tanh+maxpool2 --versions 14,15`: version 15 has an fp32
+   row alone and one fused, as version 14 does.
 2. A model (the zoo's 2019-spring, or a seeded one of its architecture), `-n 1000 --reps 3 --check 2000`:
    "dense" has, for each dense layer, cuBLAS fp32 and TF32 rows and our SIMT fp32 row; "networks" has the cuda
    backend at fp32 and the cudnn backend, each line's median between its min and max; "checks" has every version,
@@ -76,9 +79,14 @@ for r in rows:
     if r.get("precision") != "fp32":
         chk.check("reduced precision" in r.get("note", "") or "near-exact" in r.get("note", ""),
                   f"row {r.get('version')} ({r.get('precision')}) should say so: note {r.get('note')!r}")
+WINOGRAD = 15
 for v in range(1, V + 1):
     alone = [r for r in rows if r.get("version_number") == v and not r.get("fused")]
     why = [r.get("reason") for r in doc.get("not_taken", []) if r.get("version_number") == v]
+    if v == WINOGRAD:
+        chk.check(not alone and any("version 15" in (w or "") for w in why),
+                  f"version 15 on {SHAPE}: not taken, with its reason (rows {len(alone)}, reasons {why})")
+        continue
     chk.check(len(alone) == 1, f"version {v}: {len(alone)} unfused rows, expected 1 (not taken: {why})")
     if alone:
         r = alone[0]
@@ -110,6 +118,22 @@ for v in tc_versions:
     for r in mine:
         positive(r, ["ms", "floor_ms", "floor_share"], f"sweep v{v} tuning {r.get('tuning')}")
         chk.check(r.get("precision") == precision_of[v], f"sweep v{v}: precision {r.get('precision')!r}")
+
+# Version 15 where it has a kernel: 2019 spring's second layer, alone and fused, next to version 14.
+WSHAPE = "6x22x22:16x5+tanh+maxpool2"
+wout = os.path.join(tmp, "wino.json")
+p = bench(["--shape", WSHAPE, "-n", "100", "--reps", "3", "--versions", "14,15", "--json", wout])
+chk.check(p.returncode == 0 and os.path.exists(wout), f"--shape {WSHAPE}: exit {p.returncode}: {p.stderr}")
+if os.path.exists(wout):
+    with open(wout) as f:
+        wrows = [r for r in json.load(f).get("layers", []) if r.get("shape") == WSHAPE and r.get("N") == 100]
+    for v in (14, 15):
+        for fused_row in (False, True):
+            mine = [r for r in wrows if r.get("version_number") == v and bool(r.get("fused")) == fused_row]
+            chk.check(len(mine) == 1 and mine[0]["precision"] == "fp32",
+                      f"{WSHAPE}: version {v} {'fused' if fused_row else 'alone'}: one fp32 row expected, got {mine}")
+            for r in mine:
+                positive(r, ["ms", "flops", "floor_ms", "floor_share"], f"{WSHAPE} version {v}")
 
 # ------------------------------------------------------------------ 2. a model
 data = ncpy.data_dir()

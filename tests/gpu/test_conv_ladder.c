@@ -7,12 +7,15 @@
  * input where it takes the layer (checked for the zoo's), else conv_direct.cu's, and both are covered, each with
  * more work items than blocks (the copies ahead run from one item into the next) and in several bands. Each fused
  * case runs version 14's launcher too (two rows of four a thread, two 2/2 pooling windows side by side), which must
- * give version 6's bits. Outputs are poisoned with NaN before each run, so an element never written fails. Skips
- * (77) where the build has no CUDA or the machine no GPU.
+ * give version 6's bits, and version 15's (Winograd's F(4 x 4, 5 x 5)) where it takes the case, within the tolerance
+ * below; test_winograd runs it on every layer it has a kernel for, alone and fused, with every activation and
+ * pooling it takes. Outputs are poisoned with NaN before each run, so an element never written fails. Skips (77)
+ * where the build has no CUDA or the machine no GPU.
  *
  * Tolerance |gpu - ref| <= 1e-4 + 1e-4 |ref| (inputs in [-1, 1] or pixels, weights +-1/sqrt(C*K*K)): versions
  * 1 to 6 sum in the reference's order (c, p, q) but with fused multiply-adds, 11 and 12 in slices of channels
- * added at the end, all ~1e-6 apart; an indexing or synchronisation bug is O(1) apart. Every version but 12
+ * added at the end, all ~1e-6 apart, 15 (Winograd) about 5 times that; an indexing or synchronisation bug is O(1)
+ * apart. Every version but 12
  * (atomic additions in the hardware's order) must give the same bits when run again. Max pooling fused takes the
  * maximum before the activation, which the activations' monotonicity makes the same value.
  */
@@ -66,6 +69,10 @@ static void test_case(int B, int C, int H, int W, int M, int K, int with_bias) {
             if ((v == 5 || v == 6 || v == 13 || v == 14) && K >= 3 && K <= 7)
                 fprintf(stderr, "%s: versions 5, 6, 13 and 14 must take it\n", what);
             CHECK(!((v == 5 || v == 6 || v == 13 || v == 14) && K >= 3 && K <= 7));
+            const nc_conv_epilogue alone = {-1, -1, 1, 1};
+            if (v == 15 && nc_conv_wino_takes(C, H, W, M, K, &alone, 0))
+                fprintf(stderr, "%s: version 15 says it takes the layer\n", what);
+            CHECK(!(v == 15 && nc_conv_wino_takes(C, H, W, M, K, &alone, 0)));
             continue;
         }
         check_rc(rc, &err, what);
@@ -162,6 +169,31 @@ static void test_fused_case(int B, int C, int H, int W, int M, int K, int with_b
     const int same = memcmp(y14, y, ny * sizeof(float)) == 0;
     if (!same) fprintf(stderr, "%s: not version 6's bits\n", what14);
     CHECK(same);
+    /* Version 15 fused (Winograd, its own rounding): against the reference, and the same bits when run again; where
+     * it does not take the layer (uint8 pixels, 4/4 pooling, a shape it has no kernel for), it says so. */
+    char what15[200];
+    snprintf(what15, sizeof what15, "%s, version 15", what);
+    const int wino = nc_conv_wino_takes(C, H, W, M, K, &e, u8 > 0);
+    for (int run = 0; run < (wino ? 2 : 1); run++) {
+        CU(cudaMemset(dy, 0xFF, ny * sizeof(float)));
+        const int rc = nc_conv_launch_fused_rows(dy, dx, u8 > 0 ? dxu : NULL, u8 > 0 ? &lut : NULL, dk,
+                                                 with_bias ? db : NULL, B, C, H, W, M, K, &e, 3, stream, &err);
+        if (!wino) {
+            CHECK(rc == NC_ERR_ARG);
+            CHECK(strstr(err.msg, "version 15") != NULL);
+            break;
+        }
+        check_rc(rc, &err, what15);
+        float *y15 = host_from(dy, ny);
+        if (run == 0) {
+            check_close(what15, y15, ref, ny, 1e-4, 1e-4);
+            memcpy(y14, y15, ny * sizeof(float));
+        } else {
+            if (memcmp(y14, y15, ny * sizeof(float)) != 0) fprintf(stderr, "%s: a second run differs\n", what15);
+            CHECK(memcmp(y14, y15, ny * sizeof(float)) == 0);
+        }
+        free(y15);
+    }
     free(y14);
     free(y);
     CU(cudaFree(dx_alloc));
@@ -417,6 +449,51 @@ static void test_versions(void) {
     test_case(2, 1, 10, 10, 3, 1, 1);
 }
 
+/* Version 15 (conv_wino.cu) on every layer it has a kernel for (the zoo's K = 5 second layers, alone and pooled 2/2),
+ * with every activation, max and average pooling or none, with and without bias, alone and through the fused
+ * launcher (test_fused_case, which also checks versions 6 and 14 there): a few images, and more rows of tiles than
+ * blocks, so that each block's copy of its next item runs behind the one it computes. Its tiles overhang the
+ * outputs that count on 2019 spring's layer (18 of 20 columns and rows) and 2018 spring's (26 of 28), where the
+ * input past the image is read as zeros. */
+static void test_winograd(void) {
+    static const struct {
+        int C, H, W, M, P;
+    } layers[] = {{12, 33, 33, 24, 2}, {12, 33, 33, 24, 1}, {6, 22, 22, 16, 2}, {6, 22, 22, 16, 1}, {6, 30, 30, 16, 1}};
+    const int acts[4] = {-1, NC_TANH, NC_RELU, NC_SIGMOID};
+    for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++) {
+        const int C = layers[i].C, H = layers[i].H, W = layers[i].W, M = layers[i].M, P = layers[i].P;
+        const nc_conv_epilogue alone = {-1, -1, 1, 1}, max2 = {NC_TANH, NC_MAXPOOL, 2, 2};
+        CHECK(nc_conv_wino_takes(C, H, W, M, 5, P == 2 ? &max2 : &alone, 0));
+        CHECK(!nc_conv_wino_takes(C, H, W, M, 5, P == 2 ? &max2 : &alone, 1)); /* uint8 pixels */
+        CHECK(!nc_conv_wino_takes(C, H + 1, W, M, 5, P == 2 ? &max2 : &alone, 0));
+        CHECK(!nc_conv_wino_takes(C, H, W - 1, M, 5, P == 2 ? &max2 : &alone, 0));
+        if (P == 1) test_case(rand_int(1, 3), C, H, W, M, 5, rand_int(0, 1));
+        for (int a = 0; a < 4; a++)
+            for (int k = 0; k < (P == 2 ? 2 : 1); k++)
+                test_fused_case(rand_int(1, 3), C, H, W, M, 5, rand_int(0, 1), acts[a],
+                                P == 1 ? -1
+                                : k    ? NC_AVGPOOL
+                                       : NC_MAXPOOL,
+                                P, 0);
+    }
+    /* More rows of tiles than blocks: the zoo's layers as their networks run them. */
+    test_fused_case(300, 12, 33, 33, 24, 5, 1, NC_TANH, NC_MAXPOOL, 2, 0); /* 2019 fall */
+    test_fused_case(600, 6, 22, 22, 16, 5, 1, NC_TANH, NC_MAXPOOL, 2, 0);  /* 2019 spring */
+    test_case(400, 6, 30, 30, 16, 5, 1);                                   /* 2018 spring, alone */
+    test_case(200, 12, 33, 33, 24, 5, 0);                                  /* 2019 fall, alone */
+    /* What it does not take, it says (and the backend runs version 14 there). */
+    const nc_conv_epilogue tanh_max2 = {NC_TANH, NC_MAXPOOL, 2, 2}, relu_max4 = {NC_RELU, NC_MAXPOOL, 4, 4};
+    CHECK(!nc_conv_wino_takes(12, 33, 33, 24, 7, &tanh_max2, 0)); /* 2018 fall: K = 7 */
+    CHECK(!nc_conv_wino_takes(4, 40, 40, 16, 7, &relu_max4, 0));  /* 2020 */
+    CHECK(!nc_conv_wino_takes(1, 28, 28, 50, 5, &tanh_max2, 1));  /* 2017: one channel of pixels */
+    CHECK(!nc_conv_wino_takes(6, 30, 30, 16, 5, &tanh_max2, 0));  /* 2018 spring's layer pooled */
+    CHECK(!nc_conv_wino_takes(6, 22, 22, 16, 5, &relu_max4, 0));  /* 4/4 pooling */
+    CHECK(!nc_conv_wino_takes(6, 22, 22, 12, 5, &tanh_max2, 0));  /* other output channels */
+    nc_error err = {0};
+    CHECK(nc_cuda_conv_forward(15, NULL, NULL, NULL, NULL, 1, 12, 33, 33, 24, 7, stream, &err) == NC_ERR_ARG);
+    CHECK(strstr(err.msg, "version 15") != NULL && strstr(err.msg, "version 14 takes any") != NULL);
+}
+
 static void test_fused(void) {
     const int acts[4] = {-1, NC_TANH, NC_RELU, NC_SIGMOID};
     const int pools[3][2] = {{-1, 1}, {NC_MAXPOOL, 2}, {NC_AVGPOOL, 2}};
@@ -512,6 +589,7 @@ int main(void) {
         test_fused_case(200, 4, 40, 40, 16, 7, 1, NC_RELU, NC_MAXPOOL, 4, 0);
         test_fused_case(200, 6, 30, 30, 16, 5, 1, -1, -1, 1, 0);
         test_fused_case(300, 6, 22, 22, 16, 5, 0, NC_SIGMOID, NC_AVGPOOL, 2, 0);
+        test_fused_case(300, 12, 33, 33, 24, 5, 1, NC_TANH, NC_MAXPOOL, 2, 0); /* version 15's kernels, with these */
         test_unpooled_stores();
         test_case(2, 1, 422, 278, 6, 5, 1); /* every version; version 13's shifted rows in several bands */
         test_case(2, 1, 422, 262, 6, 4, 1); /* flat copies in bands of an even number of rows, or a row at a time */
@@ -524,6 +602,7 @@ int main(void) {
     }
     test_versions();
     test_fused();
+    test_winograd();
     test_unpooled_stores();
     test_rows_many_images(3000, 8, 8, 4, 5);    /* 4 x 4 outputs: 2 to 4 units an image, 32 threads */
     test_rows_many_images(2000, 32, 32, 12, 5); /* Wo = 28 */

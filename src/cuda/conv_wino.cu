@@ -1,0 +1,449 @@
+/*
+ * Version 15, winograd: Winograd's minimal filtering F(4 x 4, 5 x 5) in fp32, for the zoo's K = 5 second layers (a
+ * kernel a layer shape), alone or fused with bias, activation and 2/2 pooling.
+ *
+ * A 4 x 4 tile of outputs of one output channel is A^T [sum over c of (G g_c G^T) . (B^T d_c B)] A, where d_c is the
+ * tile's 8 x 8 input patch of channel c and g_c the 5 x 5 weights: 64 multiply-adds a tile, input channel and output
+ * channel where the direct sum does 400. The transforms come from the points 0, 1, -1, 2, -2, 1/2, -1/2 and
+ * infinity. Every operation is in fp32, but the sums are not the reference's: the transforms round their values on
+ * the way, and the largest error measured against a double sum is about 5 times the direct fp32 sum's (2.1e-6
+ * against 3.8e-7 on 2019 fall's fused layer, outputs up to 0.77, 8 images; docs/PERFORMANCE-LOG.md, 2026-11-26),
+ * well within the exact versions' tolerance (1e-4 + 1e-4 |ref|). The same bits on every run: every sum has a fixed
+ * order.
+ *
+ * A block takes items in turn, each an image's row of tiles (4 rows of outputs that count, TW tiles across):
+ *   - at its start it computes U = G g G^T for every (xi, m, c) (in double, rounded once), 64 M C floats through
+ *     shared memory, and keeps its threads' share in registers;
+ *   - its input rows (8 of every channel, zeros past the image) are copied into shared memory by cp.async while
+ *     the block computes the item before;
+ *   - phase 1a: B^T down each column of those rows (a channel and column a thread); phase 1b: B across each tile
+ *     (a channel, tile and row a thread), into V[xi][t][c], xi = 0..63 the transformed position;
+ *   - phase 2: the products. A thread keeps U[xi][m][c] for one xi and M / MG output channels in registers for the
+ *     block's life, and sums over the channels for each tile: per tile and channel one broadcast of V for M / MG
+ *     multiply-adds, into P[m][t][xi];
+ *   - phase 3: A^T P A for a (channel, tile) a thread, bias, activation (after the window's maximum under max
+ *     pooling: bias and activations are monotone), pooling, stores. The next item's phase 1a runs in the same
+ *     interval between barriers, on the threads phase 3 leaves idle first.
+ * Three barriers an item. Measured against version 14 (conv_directc.cu's kernel) in one call (bench/ab/conv_one, H100,
+ * N = 10000, 2026-11-26 17:36, docs/PERFORMANCE-LOG.md): 2019 fall's second layer fused with tanh and max pooling
+ * 2.644 -> 1.166 ms, alone 3.290 -> 1.755; 2019 spring's fused 0.385 -> 0.310, alone 0.402 -> 0.368; 2018 spring's
+ * (alone, as its network runs it) 0.887 -> 0.661.
+ *
+ * It takes only the layers it has a kernel for (wino_for): 12 x 33 x 33 -> 24 (2019 fall) and 6 x 22 x 22 -> 16
+ * (2019 spring), alone or pooled 2/2, and 6 x 30 x 30 -> 16 alone (2018 spring); else NC_ERR_ARG, and the backend
+ * runs version 14 there.
+ *
+ *   nanoconv eval --model fashion-2019-fall --backend cuda --conv-kernel 15
+ *   nanoconv bench --backend cuda --shape 12x33x33:24x5+tanh+maxpool2 --versions 14,15
+ */
+#include "cuda/conv_act.cuh"
+#include "cuda/conv_ladder.h"
+#include "cuda/cp_async.cuh"
+#include "cuda/cuda_check.h"
+
+/* G (8 x 5), rows by point: the weights' transform (constant memory; the loops that read it are unrolled, so that
+ * each element is an operand of the instruction). */
+__constant__ double wino_G[8][5] = {{-1.0, 0.0, 0.0, 0.0, 0.0},
+                                    {-2.0 / 9, -2.0 / 9, -2.0 / 9, -2.0 / 9, -2.0 / 9},
+                                    {-2.0 / 9, 2.0 / 9, -2.0 / 9, 2.0 / 9, -2.0 / 9},
+                                    {1.0 / 90, 1.0 / 45, 2.0 / 45, 4.0 / 45, 8.0 / 45},
+                                    {1.0 / 90, -1.0 / 45, 2.0 / 45, -4.0 / 45, 8.0 / 45},
+                                    {32.0 / 45, 16.0 / 45, 8.0 / 45, 4.0 / 45, 2.0 / 45},
+                                    {32.0 / 45, -16.0 / 45, 8.0 / 45, -4.0 / 45, 2.0 / 45},
+                                    {0.0, 0.0, 0.0, 0.0, 1.0}};
+
+/* v = B^T d for a line of 8 inputs, B^T's rows paired by their shared terms (26 operations). */
+__device__ __forceinline__ void wino_bt(const float (&d)[8], float (&v)[8]) {
+    const float p1 = fmaf(-4.25f, d[4], d[2] + d[6]), q1 = fmaf(-4.25f, d[3], d[1] + d[5]);
+    const float p2 = fmaf(-1.25f, d[4], fmaf(0.25f, d[2], d[6])), q2 = fmaf(2.0f, d[5], fmaf(-2.5f, d[3], 0.5f * d[1]));
+    const float p3 = fmaf(-5.0f, d[4], fmaf(4.0f, d[2], d[6])), q3 = fmaf(0.5f, d[5], fmaf(-2.5f, d[3], 2.0f * d[1]));
+    v[0] = fmaf(5.25f, d[2] - d[4], d[6] - d[0]);
+    v[1] = p1 + q1, v[2] = p1 - q1;
+    v[3] = p2 + q2, v[4] = p2 - q2;
+    v[5] = p3 + q3, v[6] = p3 - q3;
+    v[7] = fmaf(5.25f, d[3] - d[5], d[7] - d[1]);
+}
+
+/* o = A^T m for a line of 8 products: 4 outputs (16 operations). */
+__device__ __forceinline__ void wino_at(const float (&m)[8], float (&o)[4]) {
+    const float a = m[1] + m[2], b = m[1] - m[2], c = m[3] + m[4], d = m[3] - m[4], e = m[5] + m[6], f = m[5] - m[6];
+    o[0] = m[0] + a + c + e;
+    o[1] = fmaf(0.5f, f, fmaf(2.0f, d, b));
+    o[2] = fmaf(0.25f, e, fmaf(4.0f, c, a));
+    o[3] = fmaf(0.125f, f, fmaf(8.0f, d, b)) + m[7];
+}
+
+/* The shared memory of a kernel, in floats: X (raw rows), A (after phase 1a), V, P. Strides chosen so that a
+ * warp's loads and stores of each phase fall in distinct banks. */
+/* A layer's outputs that count, and its tiles: TH rows of TW tiles of 4 x 4 (P = 1: no pooling; 2: 2/2). */
+template <int H, int W, int P> struct wino_geom {
+    static constexpr int Ho = H - 4, Wo = W - 4, Yh = P == 2 ? Ho / 2 : Ho, Yw = P == 2 ? Wo / 2 : Wo;
+    static constexpr int TH = ((P == 2 ? 2 * Yh : Ho) + 3) / 4, TW = ((P == 2 ? 2 * Yw : Wo) + 3) / 4;
+};
+
+template <int C, int M, int TW> struct wino_layout {
+    static constexpr int CP = (C + 3) / 4 * 4;                              /* V's channels, rounded up to 4 */
+    static constexpr int JN = 4 * TW + 4;                                   /* input columns a row of tiles reads */
+    static constexpr int VSTR = (TW * CP) % 8 == 4 ? TW * CP : TW * CP + 4; /* V: [xi][t][c], = 4 mod 8 */
+    static constexpr int ASTR = 8 * JN + 1;                                 /* A: [c][row][j], odd */
+    static constexpr int PSTR = 68;                                         /* P: [m][t][xi] */
+    static constexpr int X_F = (C * 8 * JN + 3) / 4 * 4, A_F = (C * ASTR + 3) / 4 * 4, V_F = 64 * VSTR,
+                         P_F = M * TW * PSTR;
+    static constexpr size_t bytes = (size_t)(X_F + A_F + V_F + P_F) * sizeof(float);
+};
+
+/* Units 0..N-1 of a phase among NT threads, from `first` (a thread's number, or NT - 1 - it). */
+template <int N, int NT, typename F> __device__ __forceinline__ void wino_units(int first, F f) {
+#pragma unroll
+    for (int k = 0; k < (N + NT - 1) / NT; k++) {
+        const int q = first + k * NT;
+        if (N % NT == 0 || q < N) f(q);
+    }
+}
+
+/* The same, one unit a thread at a time (phase 3: its code is long, and unrolled it left the instruction cache). */
+template <int N, int NT, typename F> __device__ __forceinline__ void wino_units_rolled(int first, F f) {
+#pragma unroll 1
+    for (int q = first; q < N; q += NT) f(q);
+}
+
+/* Unrolled, or not. */
+template <bool UNROLL, int N, int NT, typename F> __device__ __forceinline__ void wino_units_as(int first, F f) {
+    if constexpr (UNROLL)
+        wino_units<N, NT>(first, f);
+    else
+        wino_units_rolled<N, NT>(first, f);
+}
+
+/* The epilogues a kernel is built for: any (act and pool as the kernel's arguments say), or one known at compile
+ * time, so that the others' code (16 inlined tanhf among it) does not crowd the instruction cache: tanh then max
+ * pooling (the zoo's fused layers), or nothing (a convolution alone). */
+enum { WINO_EPI_ANY, WINO_EPI_TANH_MAX, WINO_EPI_NONE };
+
+/* MG groups of M / MG output channels (64 MG threads); an H x W input (a kernel a layer shape: every size known at
+ * compile time measured 1.08 times faster than H and W as arguments on 2019 fall's fused layer, 2026-11-26); P = 1
+ * (no pooling) or 2 (2/2); EPI one of the above. */
+template <int C, int M, int MG, int H, int W, int P, int EPI, int MINB>
+__global__ void __launch_bounds__(64 * MG, MINB)
+    wino_kernel(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ k,
+                const float *__restrict__ bias, int B, int act_arg, int pool_arg) {
+    const int act = EPI == WINO_EPI_TANH_MAX ? NC_TANH : EPI == WINO_EPI_NONE ? -1 : act_arg;
+    const int pool = EPI == WINO_EPI_TANH_MAX ? NC_MAXPOOL : EPI == WINO_EPI_NONE ? -1 : pool_arg;
+    using G = wino_geom<H, W, P>;
+    constexpr int TW = G::TW, TH = G::TH, Yh = G::Yh, Yw = G::Yw;
+    using L = wino_layout<C, M, TW>;
+    constexpr int NT = 64 * MG, MPT = M / MG, JN = L::JN;
+    extern __shared__ float4 wino_smem[];
+    float *Xs = (float *)wino_smem, *As = Xs + L::X_F, *Vs = As + L::A_F, *Ps = Vs + L::V_F;
+    const int tid = threadIdx.x, xi = tid & 63, mg = tid >> 6;
+    const int items = B * TH;
+
+    /* U = G g G^T for every (xi, m, c), in double and rounded once, into shared memory (before its buffers are used):
+     * a thread a weights' plane g = k[m][c] at a time, G g first (8 x 5), then its rows by G^T. Then this thread's
+     * share (its xi, its M / MG channels) into registers, for the block's life. */
+    static_assert(64 * M * C * sizeof(float) <= L::bytes, "U passes through the buffers' shared memory");
+    float u[MPT][C];
+    {
+        float *Us = (float *)wino_smem; /* [xi][m][c] */
+#pragma unroll 1
+        for (int mc = tid; mc < M * C; mc += NT) {
+            float g[25];
+#pragma unroll
+            for (int i = 0; i < 25; i++) g[i] = k[(size_t)mc * 25 + i];
+            double t[8][5];
+#pragma unroll
+            for (int a = 0; a < 8; a++)
+#pragma unroll
+                for (int l = 0; l < 5; l++) {
+                    double s = 0.0;
+#pragma unroll
+                    for (int p = 0; p < 5; p++) s += wino_G[a][p] * (double)g[p * 5 + l];
+                    t[a][l] = s;
+                }
+#pragma unroll
+            for (int a = 0; a < 8; a++)
+#pragma unroll
+                for (int b = 0; b < 8; b++) {
+                    double s = 0.0;
+#pragma unroll
+                    for (int l = 0; l < 5; l++) s += t[a][l] * wino_G[b][l];
+                    Us[(a * 8 + b) * M * C + mc] = (float)s;
+                }
+        }
+        __syncthreads();
+#pragma unroll
+        for (int j = 0; j < MPT; j++)
+#pragma unroll
+            for (int c = 0; c < C; c++) u[j][c] = Us[(xi * M + mg * MPT + j) * C + c];
+        __syncthreads();
+    }
+    /* The input rows 4 ti .. 4 ti + 7 of every channel of item `it`, columns 0..JN-1, zeros outside the image: a warp
+     * a (channel, row) plane at a time, a lane a column. */
+    auto stage = [&](int it) {
+        if (it < items) {
+            const int n = it / TH, ti = it % TH, lane = tid & 31;
+            const float *xn = x + (size_t)n * C * H * W; /* an image's offsets fit an int (the launcher checks) */
+#pragma unroll 2
+            for (int pl = tid >> 5; pl < C * 8; pl += NT / 32) {
+                const int row = 4 * ti + (pl & 7), off = ((pl >> 3) * H + row) * W;
+#pragma unroll
+                for (int jj = 0; jj < (JN + 31) / 32; jj++) { /* JN is 24 to 36 */
+                    const int j = lane + 32 * jj;
+                    if (JN % 32 == 0 || j < JN) {
+                        const bool in = row < H && j < W;
+                        nc_cp_async4(Xs + pl * JN + j, xn + (in ? off + j : 0), in ? 4 : 0);
+                    }
+                }
+            }
+        }
+        asm volatile("cp.async.commit_group;" ::: "memory");
+    };
+    /* Phase 1a: B^T down each column, X -> A; from the last thread down, as phase 3 leaves the last ones idle. */
+    auto phase1a = [&]() {
+        wino_units<C * JN, NT>(NT - 1 - tid, [&](int q) {
+            const int c = q / JN, j = q % JN;
+            float d[8], v[8];
+#pragma unroll
+            for (int r = 0; r < 8; r++) d[r] = Xs[(c * 8 + r) * JN + j];
+            wino_bt(d, v);
+#pragma unroll
+            for (int r = 0; r < 8; r++) As[c * L::ASTR + r * JN + j] = v[r];
+        });
+    };
+    /* Phase 3: A^T P A for (m, t), the epilogue, the stores. */
+    auto phase3 = [&](int it) {
+        const int n = it / TH, ti = it % TH;
+        wino_units_as<EPI == WINO_EPI_TANH_MAX, M * TW, NT>(tid, [&](int q) {
+            const int m = q / TW, t = q % TW;
+            const float *pp = Ps + q * L::PSTR;
+            float o[4][4], r1[4], r2[4], line[8];
+            auto row = [&](int i) {
+                const float4 a = *(const float4 *)(pp + 8 * i), b = *(const float4 *)(pp + 8 * i + 4);
+                line[0] = a.x, line[1] = a.y, line[2] = a.z, line[3] = a.w;
+                line[4] = b.x, line[5] = b.y, line[6] = b.z, line[7] = b.w;
+            };
+            /* A^T down the columns as the rows' A^T come: rows 0, (1, 2), (3, 4), (5, 6), 7 */
+            row(0);
+            wino_at(line, r1);
+#pragma unroll
+            for (int j = 0; j < 4; j++) o[0][j] = r1[j];
+#pragma unroll
+            for (int pr = 0; pr < 3; pr++) {
+                row(2 * pr + 1);
+                wino_at(line, r1);
+                row(2 * pr + 2);
+                wino_at(line, r2);
+                const float s1 = pr == 0 ? 1.0f : pr == 1 ? 2.0f : 0.5f;
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    const float s = r1[j] + r2[j], d = r1[j] - r2[j];
+                    o[0][j] += s;
+                    if (pr == 0) {
+                        o[1][j] = d, o[2][j] = s, o[3][j] = d;
+                    } else {
+                        o[1][j] = fmaf(s1, d, o[1][j]);
+                        o[2][j] = fmaf(s1 * s1, s, o[2][j]);
+                        o[3][j] = fmaf(s1 * s1 * s1, d, o[3][j]);
+                    }
+                }
+            }
+            row(7);
+            wino_at(line, r1);
+#pragma unroll
+            for (int j = 0; j < 4; j++) o[3][j] += r1[j];
+            const float bm = bias ? bias[m] : 0.0f;
+            float *yn = y + ((size_t)n * M + m) * Yh * Yw;
+            if (P == 2 && pool == NC_MAXPOOL) {
+                float v[4];
+#pragma unroll
+                for (int w = 0; w < 4; w++) {
+                    const int pi = w >> 1, pj = w & 1;
+                    v[w] = fmaxf(fmaxf(fmaxf(o[2 * pi][2 * pj], o[2 * pi][2 * pj + 1]), o[2 * pi + 1][2 * pj]),
+                                 o[2 * pi + 1][2 * pj + 1]);
+                    if (bias) v[w] += bm;
+                }
+                nc_act_n(act, v);
+#pragma unroll
+                for (int w = 0; w < 4; w++) {
+                    const int yr = 2 * ti + (w >> 1), yc = 2 * t + (w & 1);
+                    if (yr < Yh && yc < Yw) yn[(size_t)yr * Yw + yc] = v[w];
+                }
+            } else {
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+#pragma unroll
+                    for (int j = 0; j < 4; j++)
+                        if (bias) o[i][j] += bm;
+                nc_act_n(act, reinterpret_cast<float(&)[16]>(o));
+                if (P == 2) { /* average pooling: the window's sum in the order i, j */
+#pragma unroll
+                    for (int w = 0; w < 4; w++) {
+                        const int pi = w >> 1, pj = w & 1, yr = 2 * ti + pi, yc = 2 * t + pj;
+                        const float s = o[2 * pi][2 * pj] + o[2 * pi][2 * pj + 1] + o[2 * pi + 1][2 * pj] +
+                                        o[2 * pi + 1][2 * pj + 1];
+                        if (yr < Yh && yc < Yw) yn[(size_t)yr * Yw + yc] = s / 4.0f;
+                    }
+                } else {
+#pragma unroll
+                    for (int i = 0; i < 4; i++)
+#pragma unroll
+                        for (int j = 0; j < 4; j++) {
+                            const int yr = 4 * ti + i, yc = 4 * t + j;
+                            if (yr < Yh && yc < Yw) yn[(size_t)yr * Yw + yc] = o[i][j];
+                        }
+                }
+            }
+        });
+    };
+
+    int it = blockIdx.x;
+    stage(it);
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+    __syncthreads();
+    phase1a();
+    for (; it < items; it += gridDim.x) {
+        __syncthreads(); /* A holds this item; X and P are free */
+        stage(it + gridDim.x);
+        /* Phase 1b: B across each tile, A -> V; a (channel, tile, row) a thread. */
+        wino_units<C * TW * 8, NT>(tid, [&](int q) {
+            const int c = q % C, t = (q / C) % TW, r = q / (C * TW);
+            float d[8], v[8];
+#pragma unroll
+            for (int i = 0; i < 8; i++) d[i] = As[c * L::ASTR + r * JN + 4 * t + i];
+            wino_bt(d, v);
+#pragma unroll
+            for (int i = 0; i < 8; i++) Vs[(r * 8 + i) * L::VSTR + t * L::CP + c] = v[i];
+        });
+        __syncthreads();
+        /* Phase 2: P[m][t][xi] = sum over c of U[xi][m][c] V[xi][t][c], the channels in order. */
+        {
+            float *po = Ps + mg * MPT * TW * L::PSTR + xi;
+            const float *vi = Vs + xi * L::VSTR;
+#pragma unroll
+            for (int t = 0; t < TW; t++) {
+                float v[L::CP];
+#pragma unroll
+                for (int c4 = 0; c4 < L::CP / 4; c4++) {
+                    const float4 f = *(const float4 *)(vi + t * L::CP + 4 * c4);
+                    v[4 * c4] = f.x, v[4 * c4 + 1] = f.y, v[4 * c4 + 2] = f.z, v[4 * c4 + 3] = f.w;
+                }
+#pragma unroll
+                for (int j = 0; j < MPT; j++) {
+                    float s = u[j][0] * v[0];
+#pragma unroll
+                    for (int c = 1; c < C; c++) s = fmaf(u[j][c], v[c], s);
+                    po[(j * TW + t) * L::PSTR] = s;
+                }
+            }
+        }
+        asm volatile("cp.async.wait_group 0;" ::: "memory");
+        __syncthreads(); /* P holds this item, X the next */
+        phase3(it);
+        if (it + (int)gridDim.x < items) phase1a();
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------------- launchers */
+
+typedef void (*wino_fn)(float *, const float *, const float *, const float *, int, int, int);
+
+/* What a kernel's launches need of the device, found at its first launch there. */
+typedef struct {
+    int device; /* its number + 1; 0: not yet */
+    int blocks; /* resident blocks on the whole device */
+} wino_fit;
+
+typedef struct {
+    int C, H, W, M, P; /* the layer: channels, input size, output channels and pooling (1 or 2) */
+    int epi;           /* WINO_EPI_* */
+    int threads;
+    size_t smem;
+    wino_fn fn;
+    wino_fit *fit;
+} wino_entry;
+
+template <int C, int H, int W, int M, int MG, int P, int EPI, int MINB> static wino_entry wino_make() {
+    static wino_fit fit; /* one a kernel */
+    return wino_entry{C,
+                      H,
+                      W,
+                      M,
+                      P,
+                      EPI,
+                      64 * MG,
+                      wino_layout<C, M, wino_geom<H, W, P>::TW>::bytes,
+                      wino_kernel<C, M, MG, H, W, P, EPI, MINB>,
+                      &fit};
+}
+
+/* The kernels: the zoo's K = 5 second layers alone and as their networks fuse them, each also for any other
+ * epilogue (MG = 2 measured faster than 4 on each; docs/PERFORMANCE-LOG.md, 2026-11-26). */
+static const wino_entry *wino_for(int C, int H, int W, int M, int K, const nc_conv_epilogue *e) {
+    static const wino_entry kernels[] = {
+        wino_make<12, 33, 33, 24, 2, 2, WINO_EPI_TANH_MAX, 2>(), /* 2019 fall, fused */
+        wino_make<12, 33, 33, 24, 2, 2, WINO_EPI_ANY, 2>(),
+        wino_make<12, 33, 33, 24, 2, 1, WINO_EPI_NONE, 2>(), /* 2019 fall, alone */
+        wino_make<12, 33, 33, 24, 2, 1, WINO_EPI_ANY, 2>(),
+        wino_make<6, 22, 22, 16, 2, 2, WINO_EPI_TANH_MAX, 3>(), /* 2019 spring, fused */
+        wino_make<6, 22, 22, 16, 2, 2, WINO_EPI_ANY, 3>(),
+        wino_make<6, 22, 22, 16, 2, 1, WINO_EPI_NONE, 3>(), /* 2019 spring, alone */
+        wino_make<6, 22, 22, 16, 2, 1, WINO_EPI_ANY, 3>(),
+        wino_make<6, 30, 30, 16, 2, 1, WINO_EPI_NONE, 3>(), /* 2018 spring (its network runs it alone) */
+        wino_make<6, 30, 30, 16, 2, 1, WINO_EPI_ANY, 3>(),
+    };
+    if (K != 5 || !nc_conv_direct_fuses(e, K)) return nullptr;
+    const int P = e->pool < 0 ? 1 : e->P;
+    const int epi = e->act == NC_TANH && e->pool == NC_MAXPOOL ? WINO_EPI_TANH_MAX
+                    : e->act < 0 && e->pool < 0                ? WINO_EPI_NONE
+                                                               : WINO_EPI_ANY;
+    const wino_entry *any = nullptr;
+    for (const wino_entry &k : kernels) {
+        if (k.C != C || k.H != H || k.W != W || k.M != M || k.P != P) continue;
+        if (k.epi == epi) return &k;
+        if (k.epi == WINO_EPI_ANY) any = &k;
+    }
+    return any;
+}
+
+int nc_conv_wino_takes(int C, int H, int W, int M, int K, const nc_conv_epilogue *e, int pixels) {
+    return !pixels && wino_for(C, H, W, M, K, e) != nullptr;
+}
+
+int nc_conv_launch_wino_fused(float *y, const float *x, const float *k, const float *bias, int B, int C, int H, int W,
+                              int M, int K, const nc_conv_epilogue *e, cudaStream_t stream, nc_error *err) {
+    const wino_entry *w = wino_for(C, H, W, M, K, e);
+    if (!w)
+        return nc_fail(err, NC_ERR_ARG,
+                       "conv version 15 (winograd) does not take C = %d, %dx%d, M = %d, K = %d, pool %d/%d: it has "
+                       "kernels for the zoo's K = 5 second layers only (version 14 takes any)",
+                       C, H, W, M, K, e->pool < 0 ? 1 : e->P, e->pool < 0 ? 1 : e->S);
+    const int P = w->P, Ho = H - 4, Yh = P == 2 ? Ho / 2 : Ho;
+    const long long items = (long long)B * (((P == 2 ? 2 * Yh : Ho) + 3) / 4);
+    if (B <= 0 || Yh <= 0) return NC_OK;
+    if (items > 0x7fffffff || (long long)C * H * W > 0x7fffffff)
+        return nc_fail(err, NC_ERR_ARG,
+                       "conv version 15 (winograd): %d images of %dx%dx%d are too many for its int offsets", B, C, H,
+                       W);
+    /* The blocks the device holds, asked of the runtime once a kernel and device (with its shared memory allowed),
+     * not at every launch: the kernel waits for the host's calls. */
+    int device = 0;
+    CUDA_RET(cudaGetDevice(&device));
+    if (w->fit->device != device + 1) {
+        int sms = 0, per_sm = 0;
+        CUDA_RET(cudaFuncSetAttribute((const void *)w->fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)w->smem));
+        CUDA_RET(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+        CUDA_RET(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (const void *)w->fn, w->threads, w->smem));
+        w->fit->blocks = sms * (per_sm < 1 ? 1 : per_sm);
+        w->fit->device = device + 1;
+    }
+    const int grid = (int)(items < w->fit->blocks ? items : w->fit->blocks);
+    w->fn<<<grid, w->threads, w->smem, stream>>>(y, x, k, bias, B, e->act, e->pool);
+    CUDA_LAUNCHED();
+    return NC_OK;
+}
+
+extern "C" int nc_conv_launch_winograd(float *y, const float *x, const float *k, const float *bias, int B, int C, int H,
+                                       int W, int M, int K, cudaStream_t stream, nc_error *err) {
+    const nc_conv_epilogue none = {-1, -1, 1, 1};
+    return nc_conv_launch_wino_fused(y, x, k, bias, B, C, H, W, M, K, &none, stream, err);
+}
