@@ -73,14 +73,14 @@ __device__ __forceinline__ void wino_at(const float (&m)[8], float (&o)[4]) {
     o[3] = fmaf(0.125f, f, fmaf(8.0f, d, b)) + m[7];
 }
 
-/* The shared memory of a kernel, in floats: X (raw rows), A (after phase 1a), V, P. Strides chosen so that a
- * warp's loads and stores of each phase fall in distinct banks. */
 /* A layer's outputs that count, and its tiles: TH rows of TW tiles of 4 x 4 (P = 1: no pooling; 2: 2/2). */
 template <int H, int W, int P> struct wino_geom {
     static constexpr int Ho = H - 4, Wo = W - 4, Yh = P == 2 ? Ho / 2 : Ho, Yw = P == 2 ? Wo / 2 : Wo;
     static constexpr int TH = ((P == 2 ? 2 * Yh : Ho) + 3) / 4, TW = ((P == 2 ? 2 * Yw : Wo) + 3) / 4;
 };
 
+/* The shared memory of a kernel, in floats: X (raw rows), A (after phase 1a), V, P. Strides chosen so that a
+ * warp's loads and stores of each phase fall in distinct banks. */
 template <int C, int M, int TW> struct wino_layout {
     static constexpr int CP = (C + 3) / 4 * 4;                              /* V's channels, rounded up to 4 */
     static constexpr int JN = 4 * TW + 4;                                   /* input columns a row of tiles reads */
@@ -182,7 +182,7 @@ __global__ void __launch_bounds__(64 * MG, MINB)
     auto stage = [&](int it) {
         if (it < items) {
             const int n = it / TH, ti = it % TH, lane = tid & 31;
-            const float *xn = x + (size_t)n * C * H * W; /* an image's offsets fit an int (the launcher checks) */
+            const float *xn = x + (size_t)n * C * H * W; /* an image's offsets fit an int: C H W is a kernel's */
 #pragma unroll 2
             for (int pl = tid >> 5; pl < C * 8; pl += NT / 32) {
                 const int row = 4 * ti + (pl & 7), off = ((pl >> 3) * H + row) * W;
@@ -420,10 +420,8 @@ int nc_conv_launch_wino_fused(float *y, const float *x, const float *k, const fl
     const int P = w->P, Ho = H - 4, Yh = P == 2 ? Ho / 2 : Ho;
     const long long items = (long long)B * (((P == 2 ? 2 * Yh : Ho) + 3) / 4);
     if (B <= 0 || Yh <= 0) return NC_OK;
-    if (items > 0x7fffffff || (long long)C * H * W > 0x7fffffff)
-        return nc_fail(err, NC_ERR_ARG,
-                       "conv version 15 (winograd): %d images of %dx%dx%d are too many for its int offsets", B, C, H,
-                       W);
+    if (items > 0x7fffffff) /* the kernel counts its items in an int */
+        return nc_fail(err, NC_ERR_ARG, "conv version 15 (winograd): %d images are too many rows of tiles", B);
     /* The blocks the device holds, asked of the runtime once a kernel and device (with its shared memory allowed),
      * not at every launch: the kernel waits for the host's calls. */
     int device = 0;
