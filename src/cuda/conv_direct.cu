@@ -837,8 +837,7 @@ int nc_conv_launch_fused_rows(float *y, const float *x, const uint8_t *x_u8, con
                               int rows, cudaStream_t stream, nc_error *err) {
     if (rows < 0 || rows > 3) return nc_fail(err, NC_ERR_ARG, "conv: rows of four a thread: 0 to 3, not %d", rows);
     if (rows == 3) { /* version 15 (conv_wino.cu) */
-        if (x_u8) return nc_fail(err, NC_ERR_ARG, "conv version 15 (winograd): float input only, not uint8 pixels");
-        return nc_conv_launch_wino_fused(y, x, k, bias, B, C, H, W, M, K, e, stream, err);
+        return nc_conv_launch_wino_fused(y, x, x_u8, lut, k, bias, B, C, H, W, M, K, e, stream, err);
     }
     return direct_launch(y, x, x_u8, lut, k, bias, B, C, H, W, M, K, e, rows, stream, err);
 }

@@ -29,7 +29,9 @@
  *      version 6; several channels of float input: conv_directc.cu, as versions 5 and 6)
  *  15  winograd: Winograd's minimal filtering F(4 x 4, 5 x 5) in fp32 for the zoo's K = 5 second layers: 64
  *      multiply-adds a tile of 16 outputs, channel and output channel (400 direct); not the reference's sums, errors
- *      about 5 times the direct sum's; alone or fused with bias, activation and 2/2 pooling (conv_wino.cu)
+ *      about 5 times the direct sum's; and F(4, 5) along the rows for 2017's first layer (8 multiply-adds a kernel
+ *      row and window of four outputs, 20 direct; errors about 2.5 times the direct sum's); alone or fused with bias,
+ *      activation and 2/2 pooling, the first layer on uint8 pixels too (conv_wino.cu)
  *   Each file's header comment gives the command that runs its versions; conv_ladder.h declares them.
  *
  * Semantics (every version): y is (B, M, H-K+1, W-K+1), x is (B, C, H, W),

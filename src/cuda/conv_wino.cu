@@ -1,6 +1,7 @@
 /*
- * Version 15, winograd: Winograd's minimal filtering F(4 x 4, 5 x 5) in fp32, for the zoo's K = 5 second layers (a
- * kernel a layer shape), alone or fused with bias, activation and 2/2 pooling.
+ * Version 15, winograd: Winograd's minimal filtering in fp32: F(4 x 4, 5 x 5) for the zoo's K = 5 second layers (a
+ * kernel a layer shape), alone or fused with bias, activation and 2/2 pooling; and F(4, 5) along the rows for 2017's
+ * first layer (below, "first layers, along rows").
  *
  * A 4 x 4 tile of outputs of one output channel is A^T [sum over c of (G g_c G^T) . (B^T d_c B)] A, where d_c is the
  * tile's 8 x 8 input patch of channel c and g_c the 5 x 5 weights: 64 multiply-adds a tile, input channel and output
@@ -122,11 +123,12 @@ enum { WINO_EPI_ANY, WINO_EPI_TANH_MAX, WINO_EPI_NONE };
 
 /* MG groups of M / MG output channels (64 MG threads); an H x W input (a kernel a layer shape: every size known at
  * compile time measured 1.08 times faster than H and W as arguments on 2019 fall's fused layer, 2026-11-26); P = 1
- * (no pooling) or 2 (2/2); EPI one of the above. */
+ * (no pooling) or 2 (2/2); EPI one of the above. Its name, as every kernel's of the ladder, starts with conv_, which
+ * is how `nanoconv profile` tags a kernel with its version. */
 template <int C, int M, int MG, int H, int W, int P, int EPI, int MINB>
 __global__ void __launch_bounds__(64 * MG, MINB)
-    wino_kernel(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ k,
-                const float *__restrict__ bias, int B, int act_arg, int pool_arg) {
+    conv_wino_kernel(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ k,
+                     const float *__restrict__ bias, int B, int act_arg, int pool_arg) {
     const int act = EPI == WINO_EPI_TANH_MAX ? NC_TANH : EPI == WINO_EPI_NONE ? -1 : act_arg;
     const int pool = EPI == WINO_EPI_TANH_MAX ? NC_MAXPOOL : EPI == WINO_EPI_NONE ? -1 : pool_arg;
     using G = wino_geom<H, W, P>;
@@ -343,6 +345,160 @@ __global__ void __launch_bounds__(64 * MG, MINB)
     }
 }
 
+/* ------------------------------------------------------------------------------------ first layers, along rows */
+
+/*
+ * A first layer (C = 1) has no input channels to share a 2-D tile's output transform among, so there version 15
+ * applies F(4, 5) along the rows only, the kernel's five rows taking the part of the input channels: outputs
+ * 4 p .. 4 p + 3 of row y and channel m are A^T [sum over kh of (G g_m,kh) . (B^T x[y + kh][4 p .. 4 p + 7])], 8
+ * multiply-adds a kernel row and window where the direct sum does 20, and one output transform (16 operations) for
+ * the five. The same points, B^T, A^T and G as the 2-D kernels.
+ *
+ * A block takes images in turn. Their pixels (uint8, turned into floats through the lut) or floats are copied by
+ * cp.async, 16 bytes a copy (by plain loads where the input is not 16-byte aligned), while the block computes the
+ * image before. V = B^T of every window of every input row goes to shared memory, a window a thread. Then a thread
+ * takes one output channel m and one window column p: it keeps U = G g for its channel (5 x 8 floats, in double
+ * rounded once) in registers for the block's life, and walks down the rows two at a time, 6 rows of V (two 16-byte
+ * loads each) for 80 multiply-adds, A^T, the epilogue and one store. A thread's window is its number mod the row's
+ * windows (6 on 2017's layer), so that a warp's loads of V touch few windows and are broadcast to its channels. Two
+ * barriers an image.
+ *
+ * Measured against version 14 in one call (a prototype of this kernel; H100, N = 10000, 2026-11-26 19:30,
+ * docs/PERFORMANCE-LOG.md): 2017's first layer fused with tanh and 2/2 max pooling on uint8 pixels 0.308 ms against
+ * 0.456. F(2, 7) on 2018 fall's first layer (alone, 1 x 72 x 72 -> 12, K = 7) was not faster than version 14 (1.26
+ * against 1.28 ms at best, in 17 variants of two designs) and has no kernel.
+ */
+template <int M, int H, int W> struct wrow_geom {
+    static constexpr int Ho = H - 4, Wo = W - 4, NP = Wo / 4; /* windows of four outputs a row */
+    static constexpr int NT = (M * NP + 31) / 32 * 32;
+};
+
+template <int M, int H, int W, int P, int EPI, bool U8, int MINB>
+__global__ void __launch_bounds__(wrow_geom<M, H, W>::NT, MINB)
+    conv_wino_rows_kernel(float *__restrict__ y, const float *__restrict__ x, const uint8_t *__restrict__ xu,
+                          const nc_conv_lut lut, const float *__restrict__ k, const float *__restrict__ bias, int B,
+                          int act_arg, int pool_arg, int aligned) {
+    using G = wrow_geom<M, H, W>;
+    constexpr int NP = G::NP, NT = G::NT, Ho = G::Ho, Wo = G::Wo, Yh = P == 2 ? Ho / 2 : Ho, Yw = P == 2 ? Wo / 2 : Wo;
+    constexpr int XB = H * W * (U8 ? 1 : 4), XF = XB / 4, VF = H * 2 * NP * 4; /* an image's bytes; floats */
+    static_assert(Wo % 4 == 0 && Ho % 2 == 0 && XB % 16 == 0, "rows of windows of four, pairs of rows, 16-byte copies");
+    const int act = EPI == WINO_EPI_TANH_MAX ? NC_TANH : EPI == WINO_EPI_NONE ? -1 : act_arg;
+    const int pool = EPI == WINO_EPI_TANH_MAX ? NC_MAXPOOL : EPI == WINO_EPI_NONE ? -1 : pool_arg;
+    extern __shared__ float4 wino_smem[];
+    float *X0 = (float *)wino_smem, *X1 = X0 + XF, *Vs = X1 + XF, *ls = Vs + VF;
+    const int tid = threadIdx.x;
+    const bool active = tid < M * NP;
+    const int m = active ? tid / NP : 0, p = active ? tid % NP : 0;
+    if (U8)
+        for (int i = tid; i < 256; i += NT) ls[i] = lut.v[i];
+    float u[5][8];
+#pragma unroll
+    for (int kh = 0; kh < 5; kh++) {
+        float g[5];
+#pragma unroll
+        for (int i = 0; i < 5; i++) g[i] = k[(m * 5 + kh) * 5 + i];
+#pragma unroll
+        for (int a = 0; a < 8; a++) {
+            double s = 0.0;
+#pragma unroll
+            for (int i = 0; i < 5; i++) s += wino_G[a][i] * (double)g[i];
+            u[kh][a] = (float)s;
+        }
+    }
+    const float bm = bias ? bias[m] : 0.0f;
+    /* An image into dst: by cp.async, 16 bytes a copy, where the input is 16-byte aligned (an image's bytes are a
+     * multiple of 16); else by plain loads and stores, a pixel or a float at a time. */
+    auto stage = [&](int n, float *dst) {
+        if (n < B) {
+            const char *src = (const char *)(U8 ? (const void *)xu : (const void *)x) + (size_t)n * XB;
+            if (aligned) {
+                for (int i = tid; i < XB / 16; i += NT) nc_cp_async16((char *)dst + 16 * i, src + 16 * i, 16);
+            } else if (U8) {
+                for (int i = tid; i < XB; i += NT) ((uint8_t *)dst)[i] = ((const uint8_t *)src)[i];
+            } else {
+                for (int i = tid; i < XF; i += NT) dst[i] = ((const float *)src)[i];
+            }
+        }
+        asm volatile("cp.async.commit_group;" ::: "memory");
+    };
+    int n = blockIdx.x, buf = 0;
+    stage(n, X0);
+    for (; n < B; n += gridDim.x, buf ^= 1) {
+        const float *X = buf ? X1 : X0;
+        asm volatile("cp.async.wait_group 0;" ::: "memory");
+        __syncthreads(); /* this image staged; V free */
+        stage(n + gridDim.x, buf ? X0 : X1);
+        /* V = B^T of every window: [row][half][window][4] */
+        for (int q = tid; q < H * NP; q += NT) {
+            const int r = q / NP, j = q % NP;
+            float d[8], v[8];
+            if (U8) {
+                const uint8_t *xr = (const uint8_t *)X + r * W + 4 * j;
+#pragma unroll
+                for (int i = 0; i < 8; i++) d[i] = ls[xr[i]];
+            } else {
+#pragma unroll
+                for (int i = 0; i < 8; i++) d[i] = X[r * W + 4 * j + i];
+            }
+            wino_bt(d, v);
+            *(float4 *)&Vs[((2 * r) * NP + j) * 4] = make_float4(v[0], v[1], v[2], v[3]);
+            *(float4 *)&Vs[((2 * r + 1) * NP + j) * 4] = make_float4(v[4], v[5], v[6], v[7]);
+        }
+        __syncthreads(); /* V holds this image */
+        if (!active) continue;
+        float *yn = y + ((size_t)n * M + m) * Yh * Yw;
+#pragma unroll 1
+        for (int y0 = 0; y0 < Ho; y0 += 2) {
+            float acc[2][8];
+#pragma unroll
+            for (int i = 0; i < 6; i++) { /* input row y0 + i: kernel row i of output row y0, i - 1 of y0 + 1 */
+                const float4 a = *(const float4 *)&Vs[((2 * (y0 + i)) * NP + p) * 4];
+                const float4 b = *(const float4 *)&Vs[((2 * (y0 + i) + 1) * NP + p) * 4];
+                const float v[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+                for (int j = 0; j < 2; j++) {
+                    const int kh = i - j;
+                    if (kh < 0 || kh > 4) continue;
+#pragma unroll
+                    for (int e = 0; e < 8; e++) acc[j][e] = kh == 0 ? u[0][e] * v[e] : fmaf(u[kh][e], v[e], acc[j][e]);
+                }
+            }
+            float o[2][4];
+            wino_at(acc[0], o[0]);
+            wino_at(acc[1], o[1]);
+            if (P == 2 && pool == NC_MAXPOOL) {
+                float v[2];
+#pragma unroll
+                for (int w = 0; w < 2; w++) {
+                    v[w] = fmaxf(fmaxf(fmaxf(o[0][2 * w], o[0][2 * w + 1]), o[1][2 * w]), o[1][2 * w + 1]);
+                    if (bias) v[w] += bm;
+                }
+                nc_act_n(act, v);
+                *(float2 *)&yn[(y0 / 2) * Yw + 2 * p] = make_float2(v[0], v[1]);
+            } else {
+#pragma unroll
+                for (int i = 0; i < 2; i++)
+#pragma unroll
+                    for (int j = 0; j < 4; j++)
+                        if (bias) o[i][j] += bm;
+                nc_act_n(act, reinterpret_cast<float(&)[8]>(o));
+                if (P == 2) { /* average pooling: the window's sum in the order i, j */
+                    float v[2];
+#pragma unroll
+                    for (int w = 0; w < 2; w++)
+                        v[w] = (o[0][2 * w] + o[0][2 * w + 1] + o[1][2 * w] + o[1][2 * w + 1]) / 4.0f;
+                    *(float2 *)&yn[(y0 / 2) * Yw + 2 * p] = make_float2(v[0], v[1]);
+                } else {
+#pragma unroll
+                    for (int i = 0; i < 2; i++)
+                        *(float4 *)&yn[(y0 + i) * Yw + 4 * p] = make_float4(o[i][0], o[i][1], o[i][2], o[i][3]);
+                }
+            }
+        }
+    }
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+}
+
 /* ---------------------------------------------------------------------------------------------------- launchers */
 
 typedef void (*wino_fn)(float *, const float *, const float *, const float *, int, int, int);
@@ -372,7 +528,7 @@ template <int C, int H, int W, int M, int MG, int P, int EPI, int MINB> static w
                       EPI,
                       64 * MG,
                       wino_layout<C, M, wino_geom<H, W, P>::TW>::bytes,
-                      wino_kernel<C, M, MG, H, W, P, EPI, MINB>,
+                      conv_wino_kernel<C, M, MG, H, W, P, EPI, MINB>,
                       &fit};
 }
 
@@ -405,36 +561,113 @@ static const wino_entry *wino_for(int C, int H, int W, int M, int K, const nc_co
     return any;
 }
 
+/* First layers: a kernel for each input form (uint8 pixels as a network's first layer reads them, or floats) and
+ * epilogue. */
+typedef void (*wrow_fn)(float *, const float *, const uint8_t *, const nc_conv_lut, const float *, const float *, int,
+                        int, int, int);
+
+typedef struct {
+    int H, W, M, P; /* the layer (C = 1, K = 5) */
+    int epi;        /* WINO_EPI_* */
+    int u8;         /* 1: uint8 pixels; 0: floats */
+    int threads;
+    size_t smem;
+    wrow_fn fn;
+    wino_fit *fit;
+} wrow_entry;
+
+template <int M, int H, int W, int P, int EPI, bool U8, int MINB> static wrow_entry wrow_make() {
+    static wino_fit fit;
+    constexpr int XF = H * W * (U8 ? 1 : 4) / 4, VF = H * 2 * wrow_geom<M, H, W>::NP * 4;
+    return wrow_entry{H,
+                      W,
+                      M,
+                      P,
+                      EPI,
+                      U8,
+                      wrow_geom<M, H, W>::NT,
+                      (size_t)(2 * XF + VF + (U8 ? 256 : 0)) * sizeof(float),
+                      conv_wino_rows_kernel<M, H, W, P, EPI, U8, MINB>,
+                      &fit};
+}
+
+/* 2017's first layer, 1 x 28 x 28 -> 50: on pixels fused as its network runs it (tanh, 2/2 max pooling) or with any
+ * other epilogue; on floats alone (as the bench times a layer alone) or with any epilogue. */
+static const wrow_entry *wrow_for(int H, int W, int M, int K, const nc_conv_epilogue *e, int pixels) {
+    static const wrow_entry kernels[] = {
+        wrow_make<50, 28, 28, 2, WINO_EPI_TANH_MAX, true, 2>(), wrow_make<50, 28, 28, 2, WINO_EPI_ANY, true, 2>(),
+        wrow_make<50, 28, 28, 1, WINO_EPI_ANY, true, 2>(),      wrow_make<50, 28, 28, 1, WINO_EPI_NONE, false, 2>(),
+        wrow_make<50, 28, 28, 1, WINO_EPI_ANY, false, 2>(),     wrow_make<50, 28, 28, 2, WINO_EPI_ANY, false, 2>(),
+    };
+    if (K != 5 || !nc_conv_direct_fuses(e, K) || (e->pool >= 0 && e->P != 2)) return nullptr;
+    const int P = e->pool < 0 ? 1 : 2;
+    const int epi = e->act == NC_TANH && e->pool == NC_MAXPOOL ? WINO_EPI_TANH_MAX
+                    : e->act < 0 && e->pool < 0                ? WINO_EPI_NONE
+                                                               : WINO_EPI_ANY;
+    const wrow_entry *any = nullptr;
+    for (const wrow_entry &k : kernels) {
+        if (k.H != H || k.W != W || k.M != M || k.P != P || k.u8 != (pixels != 0)) continue;
+        if (k.epi == epi) return &k;
+        if (k.epi == WINO_EPI_ANY) any = &k;
+    }
+    return any;
+}
+
+/* The blocks the device holds of a kernel, asked of the runtime once a kernel and device (with its shared memory
+ * allowed), not at every launch: the kernel waits for the host's calls. */
+static int wino_blocks(const void *fn, int threads, size_t smem, wino_fit *fit, int *blocks, nc_error *err) {
+    int device = 0;
+    CUDA_RET(cudaGetDevice(&device));
+    if (fit->device != device + 1) {
+        int sms = 0, per_sm = 0;
+        CUDA_RET(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        CUDA_RET(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+        CUDA_RET(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, threads, smem));
+        fit->blocks = sms * (per_sm < 1 ? 1 : per_sm);
+        fit->device = device + 1;
+    }
+    *blocks = fit->blocks;
+    return NC_OK;
+}
+
 int nc_conv_wino_takes(int C, int H, int W, int M, int K, const nc_conv_epilogue *e, int pixels) {
+    if (C == 1) return wrow_for(H, W, M, K, e, pixels) != nullptr;
     return !pixels && wino_for(C, H, W, M, K, e) != nullptr;
 }
 
-int nc_conv_launch_wino_fused(float *y, const float *x, const float *k, const float *bias, int B, int C, int H, int W,
-                              int M, int K, const nc_conv_epilogue *e, cudaStream_t stream, nc_error *err) {
-    const wino_entry *w = wino_for(C, H, W, M, K, e);
-    if (!w)
+int nc_conv_launch_wino_fused(float *y, const float *x, const uint8_t *x_u8, const nc_conv_lut *lut, const float *k,
+                              const float *bias, int B, int C, int H, int W, int M, int K, const nc_conv_epilogue *e,
+                              cudaStream_t stream, nc_error *err) {
+    if (!nc_conv_wino_takes(C, H, W, M, K, e, x_u8 != NULL))
         return nc_fail(err, NC_ERR_ARG,
-                       "conv version 15 (winograd) does not take C = %d, %dx%d, M = %d, K = %d, pool %d/%d: it has "
-                       "kernels for the zoo's K = 5 second layers only (version 14 takes any)",
-                       C, H, W, M, K, e->pool < 0 ? 1 : e->P, e->pool < 0 ? 1 : e->S);
+                       "conv version 15 (winograd) does not take %s C = %d, %dx%d, M = %d, K = %d, pool %d/%d: it has "
+                       "kernels for 2017's first layer and the zoo's K = 5 second layers only (version 14 takes any)",
+                       x_u8 ? "uint8 pixels," : "float input,", C, H, W, M, K, e->pool < 0 ? 1 : e->P,
+                       e->pool < 0 ? 1 : e->S);
+    if (B <= 0) return NC_OK;
+    int blocks = 0;
+    if (C == 1) {
+        const wrow_entry *w = wrow_for(H, W, M, K, e, x_u8 != NULL);
+        if (((uintptr_t)y & 15) != 0) /* a thread's outputs are stored as one 16- or 8-byte word a row */
+            return nc_fail(err, NC_ERR_ARG, "conv version 15 (winograd): on a first layer y must be 16-byte aligned");
+        const int rc = wino_blocks((const void *)w->fn, w->threads, w->smem, w->fit, &blocks, err);
+        if (rc) return rc;
+        static const nc_conv_lut no_lut = {{0}};
+        const int grid = B < blocks ? B : blocks;
+        const int aligned = ((uintptr_t)(x_u8 ? (const void *)x_u8 : (const void *)x) & 15) == 0;
+        w->fn<<<grid, w->threads, w->smem, stream>>>(y, x, x_u8, x_u8 ? *lut : no_lut, k, bias, B, e->act, e->pool,
+                                                     aligned);
+        CUDA_LAUNCHED();
+        return NC_OK;
+    }
+    const wino_entry *w = wino_for(C, H, W, M, K, e);
     const int P = w->P, Ho = H - 4, Yh = P == 2 ? Ho / 2 : Ho;
     const long long items = (long long)B * (((P == 2 ? 2 * Yh : Ho) + 3) / 4);
-    if (B <= 0 || Yh <= 0) return NC_OK;
     if (items > 0x7fffffff) /* the kernel counts its items in an int */
         return nc_fail(err, NC_ERR_ARG, "conv version 15 (winograd): %d images are too many rows of tiles", B);
-    /* The blocks the device holds, asked of the runtime once a kernel and device (with its shared memory allowed),
-     * not at every launch: the kernel waits for the host's calls. */
-    int device = 0;
-    CUDA_RET(cudaGetDevice(&device));
-    if (w->fit->device != device + 1) {
-        int sms = 0, per_sm = 0;
-        CUDA_RET(cudaFuncSetAttribute((const void *)w->fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)w->smem));
-        CUDA_RET(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-        CUDA_RET(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (const void *)w->fn, w->threads, w->smem));
-        w->fit->blocks = sms * (per_sm < 1 ? 1 : per_sm);
-        w->fit->device = device + 1;
-    }
-    const int grid = (int)(items < w->fit->blocks ? items : w->fit->blocks);
+    const int rc = wino_blocks((const void *)w->fn, w->threads, w->smem, w->fit, &blocks, err);
+    if (rc) return rc;
+    const int grid = (int)(items < blocks ? items : blocks);
     w->fn<<<grid, w->threads, w->smem, stream>>>(y, x, k, bias, B, e->act, e->pool);
     CUDA_LAUNCHED();
     return NC_OK;
@@ -443,5 +676,5 @@ int nc_conv_launch_wino_fused(float *y, const float *x, const float *k, const fl
 extern "C" int nc_conv_launch_winograd(float *y, const float *x, const float *k, const float *bias, int B, int C, int H,
                                        int W, int M, int K, cudaStream_t stream, nc_error *err) {
     const nc_conv_epilogue none = {-1, -1, 1, 1};
-    return nc_conv_launch_wino_fused(y, x, k, bias, B, C, H, W, M, K, &none, stream, err);
+    return nc_conv_launch_wino_fused(y, x, NULL, NULL, k, bias, B, C, H, W, M, K, &none, stream, err);
 }

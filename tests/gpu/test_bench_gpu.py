@@ -2,15 +2,16 @@
 
 1. A layer given on the command line, `--shape 1x28x28:50x5+tanh+maxpool2 -n 100 --reps 3 --sweep --json F`:
    "versions" lists 1..V (V >= 8: the table grows, the test does not hard-code it), each with a name and a
-   precision; "layers" has a row, alone (unfused), for every one of them but version 15 (Winograd, kernels for the
-   zoo's K = 5 second layers only), which "not_taken" gives with its reason, and cuDNN fp32 rows; every row has a
+   precision; "layers" has a row, alone (unfused), for every one of them (version 15, Winograd, along the rows on
+   this layer), and cuDNN fp32 rows; every row has a
    positive time, FLOPs, bytes, floor and share of it; rows of a version below fp32 (where the tensor cores take
    the layer: they do this one, C = 1, K = 5) carry its precision and say "reduced precision" or "near-exact";
-   versions 6 and 14 have a fused fp32 row; "floors" has the copy bandwidth and the fp32, tf32, fp16 and bf16
+   versions 6, 14 and 15 have a fused fp32 row; "floors" has the copy bandwidth and the fp32, tf32, fp16 and bf16
    peaks, all positive; "sweep" has one row per tensor-core version and tuning of "tunings", exactly one of each
    version's marked fastest.
    Then 2019 spring's second layer, `--shape 6x22x22:16x5+tanh+maxpool2 --versions 14,15`: version 15 has an fp32
-   row alone and one fused, as version 14 does.
+   row alone and one fused, as version 14 does; and 2020's, `--shape 4x40x40:16x7+relu+maxpool4 --versions 15`, which
+   version 15 has no kernel for: no row, and "not_taken" gives its reason.
 2. A model (the zoo's 2019-spring, or a seeded one of its architecture), `-n 1000 --reps 3 --check 2000`:
    "dense" has, for each dense layer, cuBLAS fp32 and TF32 rows and our SIMT fp32 row; "networks" has the cuda
    backend at fp32 and the cudnn backend, each line's median between its min and max; "checks" has every version,
@@ -79,14 +80,9 @@ for r in rows:
     if r.get("precision") != "fp32":
         chk.check("reduced precision" in r.get("note", "") or "near-exact" in r.get("note", ""),
                   f"row {r.get('version')} ({r.get('precision')}) should say so: note {r.get('note')!r}")
-WINOGRAD = 15
 for v in range(1, V + 1):
     alone = [r for r in rows if r.get("version_number") == v and not r.get("fused")]
     why = [r.get("reason") for r in doc.get("not_taken", []) if r.get("version_number") == v]
-    if v == WINOGRAD:
-        chk.check(not alone and any("version 15" in (w or "") for w in why),
-                  f"version 15 on {SHAPE}: not taken, with its reason (rows {len(alone)}, reasons {why})")
-        continue
     chk.check(len(alone) == 1, f"version {v}: {len(alone)} unfused rows, expected 1 (not taken: {why})")
     if alone:
         r = alone[0]
@@ -101,8 +97,9 @@ if dnn:
     chk.check(all(r["vs_cudnn_fp32"] > 0 for r in rows), "every row has a ratio to cuDNN fp32")
 fused = [r for r in rows if r.get("fused")]
 chk.check(any(r["version_number"] == 6 for r in fused), "version 6 fused with tanh + maxpool: no row")
-chk.check(any(r["version_number"] == 14 and r["precision"] == "fp32" for r in fused),
-          "version 14 fused with tanh + maxpool: no fp32 row")
+for v in (14, 15):
+    chk.check(any(r["version_number"] == v and r["precision"] == "fp32" for r in fused),
+              f"version {v} fused with tanh + maxpool: no fp32 row")
 chk.check("reduced precision" in p.stdout, "the table should say which rows are reduced precision")
 
 tunings = doc.get("tunings", [])
@@ -134,6 +131,18 @@ if os.path.exists(wout):
                       f"{WSHAPE}: version {v} {'fused' if fused_row else 'alone'}: one fp32 row expected, got {mine}")
             for r in mine:
                 positive(r, ["ms", "flops", "floor_ms", "floor_share"], f"{WSHAPE} version {v}")
+# Version 15 where it has no kernel (K = 7): no row, and the reason.
+NSHAPE = "4x40x40:16x7+relu+maxpool4"
+nout = os.path.join(tmp, "nowino.json")
+p = bench(["--shape", NSHAPE, "-n", "100", "--reps", "3", "--versions", "15", "--json", nout])
+chk.check(p.returncode == 0 and os.path.exists(nout), f"--shape {NSHAPE}: exit {p.returncode}: {p.stderr}")
+if os.path.exists(nout):
+    with open(nout) as f:
+        ndoc = json.load(f)
+    mine = [r for r in ndoc.get("layers", []) if r.get("version_number") == 15]
+    why = [r.get("reason") for r in ndoc.get("not_taken", []) if r.get("version_number") == 15]
+    chk.check(not mine and why and all("version 15" in (w or "") for w in why),
+              f"version 15 on {NSHAPE}: not taken, with its reason (rows {len(mine)}, reasons {why})")
 
 # ------------------------------------------------------------------ 2. a model
 data = ncpy.data_dir()

@@ -7,7 +7,7 @@
  * input where it takes the layer (checked for the zoo's), else conv_direct.cu's, and both are covered, each with
  * more work items than blocks (the copies ahead run from one item into the next) and in several bands. Each fused
  * case runs version 14's launcher too (two rows of four a thread, two 2/2 pooling windows side by side), which must
- * give version 6's bits, and version 15's (Winograd's F(4 x 4, 5 x 5)) where it takes the case, within the tolerance
+ * give version 6's bits, and version 15's (Winograd's minimal filtering) where it takes the case, within the tolerance
  * below; test_winograd runs it on every layer it has a kernel for, alone and fused, with every activation and
  * pooling it takes. Outputs are poisoned with NaN before each run, so an element never written fails. Skips (77)
  * where the build has no CUDA or the machine no GPU.
@@ -449,7 +449,8 @@ static void test_versions(void) {
     test_case(2, 1, 10, 10, 3, 1, 1);
 }
 
-/* Version 15 (conv_wino.cu) on every layer it has a kernel for (the zoo's K = 5 second layers, alone and pooled 2/2),
+/* Version 15 (conv_wino.cu) on every layer it has a kernel for (the zoo's K = 5 second layers, alone and pooled 2/2;
+ * 2017's first layer, on pixels and floats, below),
  * with every activation, max and average pooling or none, with and without bias, alone and through the fused
  * launcher (test_fused_case, which also checks versions 6 and 14 there): a few images, and more rows of tiles than
  * blocks, so that each block's copy of its next item runs behind the one it computes. Its tiles overhang the
@@ -485,11 +486,42 @@ static void test_winograd(void) {
     const nc_conv_epilogue tanh_max2 = {NC_TANH, NC_MAXPOOL, 2, 2}, relu_max4 = {NC_RELU, NC_MAXPOOL, 4, 4};
     CHECK(!nc_conv_wino_takes(12, 33, 33, 24, 7, &tanh_max2, 0)); /* 2018 fall: K = 7 */
     CHECK(!nc_conv_wino_takes(4, 40, 40, 16, 7, &relu_max4, 0));  /* 2020 */
-    CHECK(!nc_conv_wino_takes(1, 28, 28, 50, 5, &tanh_max2, 1));  /* 2017: one channel of pixels */
+    CHECK(!nc_conv_wino_takes(1, 72, 72, 12, 7, &tanh_max2, 1));  /* 2018 fall's first layer: K = 7 */
+    CHECK(!nc_conv_wino_takes(1, 70, 70, 12, 5, &tanh_max2, 1));  /* 2019 fall's: no kernel */
     CHECK(!nc_conv_wino_takes(6, 30, 30, 16, 5, &tanh_max2, 0));  /* 2018 spring's layer pooled */
     CHECK(!nc_conv_wino_takes(6, 22, 22, 16, 5, &relu_max4, 0));  /* 4/4 pooling */
     CHECK(!nc_conv_wino_takes(6, 22, 22, 12, 5, &tanh_max2, 0));  /* other output channels */
+    /* 2017's first layer, F(4, 5) along the rows: pixels and floats, alone and pooled 2/2, every activation; inputs
+     * not 16-byte aligned (plain loads instead of cp.async); more images than blocks. */
+    const nc_conv_epilogue alone = {-1, -1, 1, 1}, avg2 = {NC_SIGMOID, NC_AVGPOOL, 2, 2};
+    for (int u8 = 0; u8 <= 1; u8++) {
+        CHECK(nc_conv_wino_takes(1, 28, 28, 50, 5, &tanh_max2, u8));
+        CHECK(nc_conv_wino_takes(1, 28, 28, 50, 5, &avg2, u8));
+        CHECK(nc_conv_wino_takes(1, 28, 28, 50, 5, &alone, u8));
+        CHECK(!nc_conv_wino_takes(1, 28, 28, 50, 5, &relu_max4, u8)); /* 4/4 pooling */
+        CHECK(!nc_conv_wino_takes(1, 28, 28, 48, 5, &tanh_max2, u8)); /* other output channels */
+        CHECK(!nc_conv_wino_takes(1, 32, 32, 50, 5, &tanh_max2, u8)); /* another size */
+        CHECK(!nc_conv_wino_takes(1, 28, 28, 50, 3, &tanh_max2, u8)); /* K = 3 */
+        for (int a = 0; a < 4; a++)
+            for (int p = 0; p < 3; p++)
+                test_fused_case(rand_int(1, 3), 1, 28, 28, 50, 5, rand_int(0, 1), acts[a],
+                                p == 0   ? -1
+                                : p == 1 ? NC_MAXPOOL
+                                         : NC_AVGPOOL,
+                                p == 0 ? 1 : 2, u8);
+    }
+    test_case(rand_int(1, 3), 1, 28, 28, 50, 5, rand_int(0, 1));        /* alone, through the ladder's table */
+    test_fused_case(7, 1, 28, 28, 50, 5, 1, NC_TANH, NC_MAXPOOL, 2, 2); /* pixels 1 to 3 bytes past 16 */
+    test_fused_case(7, 1, 28, 28, 50, 5, 1, NC_TANH, NC_MAXPOOL, 2, 3); /* 4, 8 or 12 bytes past */
+    test_fused_case(7, 1, 28, 28, 50, 5, 0, -1, -1, 1, -1);             /* floats 1 to 3 past */
+    test_fused_case(1500, 1, 28, 28, 50, 5, 1, NC_TANH, NC_MAXPOOL, 2, 1);
+    test_case(700, 1, 28, 28, 50, 5, 1);
     nc_error err = {0};
+    /* Its outputs are stored as 16- or 8-byte words: y not 16-byte aligned is refused before anything is touched. */
+    float *odd_y = (float *)(uintptr_t)4;
+    CHECK(nc_conv_launch_fused_rows(odd_y, NULL, NULL, NULL, NULL, NULL, 1, 1, 28, 28, 50, 5, &alone, 3, stream,
+                                    &err) == NC_ERR_ARG);
+    CHECK(strstr(err.msg, "version 15") != NULL && strstr(err.msg, "16-byte aligned") != NULL);
     CHECK(nc_cuda_conv_forward(15, NULL, NULL, NULL, NULL, 1, 12, 33, 33, 24, 7, stream, &err) == NC_ERR_ARG);
     CHECK(strstr(err.msg, "version 15") != NULL && strstr(err.msg, "version 14 takes any") != NULL);
 }
@@ -590,6 +622,7 @@ int main(void) {
         test_fused_case(200, 6, 30, 30, 16, 5, 1, -1, -1, 1, 0);
         test_fused_case(300, 6, 22, 22, 16, 5, 0, NC_SIGMOID, NC_AVGPOOL, 2, 0);
         test_fused_case(300, 12, 33, 33, 24, 5, 1, NC_TANH, NC_MAXPOOL, 2, 0); /* version 15's kernels, with these */
+        test_fused_case(600, 1, 28, 28, 50, 5, 0, NC_RELU, -1, 1, 2); /* and its rows', pixels by plain loads */
         test_unpooled_stores();
         test_case(2, 1, 422, 278, 6, 5, 1); /* every version; version 13's shifted rows in several bands */
         test_case(2, 1, 422, 262, 6, 4, 1); /* flat copies in bands of an even number of rows, or a row at a time */
