@@ -8,6 +8,9 @@
 # STEP_LOGS=DIR puts each step's own log there instead (the summary, gpu_suite.log, and eval.log stay in OUT): on the
 # GPU machine, where only 8 files of $OUT come back, `STEP_LOGS=/tmp/suite tools/gpu_suite.sh .c2 $OUT` brings back
 # the summary as far as it got, even from a call that runs out of time.
+# ONLY=REGEX runs only the steps whose names match it (grep -E), "eval" and "rss" naming the closing eval lines and
+# peak RSS: the whole suite with its racechecks outgrew one 600 s call in 2026-11-26 19:54's, so that it now takes
+# two, e.g. RACECHECK=0 in one and ONLY='^racecheck' in the next.
 set -u
 D=$1
 OUT=${2:-${OUT:-/tmp/nanoconv-gpu}}
@@ -24,7 +27,9 @@ LOG=$OUT/gpu_suite.log
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
     $NANOCONV --version
 } | tee "$LOG"
+want() { [ -z "${ONLY:-}" ] || echo "$1" | grep -qE "$ONLY"; }
 run() { # name command...   (each step at most STEP_TIMEOUT seconds, 300 by default: exit 124 past it)
+    want "$1" || return 0
     local t0=$SECONDS
     timeout "${STEP_TIMEOUT:-300}" "${@:2}" >"$SL/$1.log" 2>&1
     local rc=$?
@@ -79,7 +84,7 @@ if command -v compute-sanitizer >/dev/null; then
 fi
 M=models/fashion-2017-high.safetensors
 [ -f "$M" ] || M=$D/models/fashion-2017-high.safetensors
-[ -f "$M" ] && {
+[ -f "$M" ] && want eval && {
     for b in cuda cudnn; do
         for n in 100 1000 10000; do
             echo "\$ nanoconv eval --model $M -n $n --backend $b"
@@ -95,9 +100,9 @@ M=models/fashion-2017-high.safetensors
         $NANOCONV profile --model $M -n 10000 --backend $b --top 10
     done
 } >"$OUT/eval.log" 2>&1
-[ -f "$OUT/eval.log" ] && grep -E '^\$|Op Time|Correctness' "$OUT/eval.log" | head -40
+[ -f "$OUT/eval.log" ] && want eval && grep -E '^\$|Op Time|Correctness' "$OUT/eval.log" | head -40
 # Peak resident memory of eval at N = 10000 on every backend (issue 8: under 256 MB each).
-[ -f "$M" ] && [ -x /usr/bin/time ] && for b in cpu-ref cpu cuda cudnn; do
+[ -f "$M" ] && [ -x /usr/bin/time ] && want rss && for b in cpu-ref cpu cuda cudnn; do
     /usr/bin/time -v $NANOCONV eval --model $M -n 10000 --backend $b >"$SL/rss-$b.log" 2>&1
     rc=$?
     printf 'peak RSS eval --backend %-8s %s kB (exit %d)\n' $b \
