@@ -8,9 +8,9 @@
 # STEP_LOGS=DIR puts each step's own log there instead (the summary, gpu_suite.log, and eval.log stay in OUT): on the
 # GPU machine, where only 8 files of $OUT come back, `STEP_LOGS=/tmp/suite tools/gpu_suite.sh .c2 $OUT` brings back
 # the summary as far as it got, even from a call that runs out of time.
-# ONLY=REGEX runs only the steps whose names match it (grep -E), "eval" and "rss" naming the closing eval lines and
-# peak RSS: the whole suite with its racechecks outgrew one 600 s call in 2026-11-26 19:54's, so that it now takes
-# two, e.g. RACECHECK=0 in one and ONLY='^racecheck' in the next.
+# ONLY=REGEX runs only the steps whose names match it (grep -E); "eval" and "rss" name the closing eval lines and peak
+# RSS. With its racechecks the whole suite no longer fits in one 600 s call (cut after 17 steps on 2026-11-26 at
+# 19:54), so it takes two: RACECHECK=0 in one, ONLY='^racecheck' in the next.
 set -u
 D=$1
 OUT=${2:-${OUT:-/tmp/nanoconv-gpu}}

@@ -15,9 +15,8 @@
  * Tolerance |gpu - ref| <= 1e-4 + 1e-4 |ref| (inputs in [-1, 1] or pixels, weights +-1/sqrt(C*K*K)): versions
  * 1 to 6 sum in the reference's order (c, p, q) but with fused multiply-adds, 11 and 12 in slices of channels
  * added at the end, all ~1e-6 apart, 15 (Winograd) about 5 times that; an indexing or synchronisation bug is O(1)
- * apart. Every version but 12
- * (atomic additions in the hardware's order) must give the same bits when run again. Max pooling fused takes the
- * maximum before the activation, which the activations' monotonicity makes the same value.
+ * apart. Every version but 12 (atomic additions in the hardware's order) must give the same bits when run again. Max
+ * pooling fused takes the maximum before the activation, which the activations' monotonicity makes the same value.
  */
 #ifndef NC_HAVE_CUDA
 #include <stdio.h>
@@ -170,7 +169,8 @@ static void test_fused_case(int B, int C, int H, int W, int M, int K, int with_b
     if (!same) fprintf(stderr, "%s: not version 6's bits\n", what14);
     CHECK(same);
     /* Version 15 fused (Winograd, its own rounding): against the reference, and the same bits when run again; where
-     * it does not take the layer (uint8 pixels, 4/4 pooling, a shape it has no kernel for), it says so. */
+     * it does not take the layer (4/4 pooling, a shape it has no kernel for, pixels on a layer of several channels),
+     * it says so. */
     char what15[200];
     snprintf(what15, sizeof what15, "%s, version 15", what);
     const int wino = nc_conv_wino_takes(C, H, W, M, K, &e, u8 > 0);
@@ -450,12 +450,11 @@ static void test_versions(void) {
 }
 
 /* Version 15 (conv_wino.cu) on every layer it has a kernel for (the zoo's K = 5 second layers, alone and pooled 2/2;
- * 2017's first layer, on pixels and floats, below),
- * with every activation, max and average pooling or none, with and without bias, alone and through the fused
- * launcher (test_fused_case, which also checks versions 6 and 14 there): a few images, and more rows of tiles than
- * blocks, so that each block's copy of its next item runs behind the one it computes. Its tiles overhang the
- * outputs that count on 2019 spring's layer (18 of 20 columns and rows) and 2018 spring's (26 of 28), where the
- * input past the image is read as zeros. */
+ * 2017's first layer, on pixels and floats, below), with every activation, max and average pooling or none, with and
+ * without bias, alone and through the fused launcher (test_fused_case, which also checks versions 6 and 14 there): a
+ * few images, and more rows of tiles than blocks, so that each block's copy of its next item runs behind the one it
+ * computes. Its tiles overhang the outputs that count on 2019 spring's layer (18 of 20 columns and rows) and 2018
+ * spring's (26 of 28), where the input past the image is read as zeros. */
 static void test_winograd(void) {
     static const struct {
         int C, H, W, M, P;
