@@ -8,6 +8,8 @@
  *   NC_AB_MEMSET=1 conv_one ...   times cudaMemsetAsync of the layer's output instead: what writing it alone costs
  *   NC_AB_ROWS=1 conv_one ...     through nc_conv_launch_fused_rows: unpooled, version 13's rows of four a thread
  *   NC_AB_ROWS=2 conv_one ...     the same with version 14's two rows of four a thread
+ *   NC_AB_ROWS=3 conv_one ...     version 15 (conv_wino.cu), called directly, so that a variant of that file preloaded
+ *                                 over the library takes the call
  * Built as the conv_one target of a build with CUDA. Inputs, weights and bias are fixed pseudo-random numbers, the
  * same in every run. */
 #include <cuda_runtime.h>
@@ -72,9 +74,12 @@ int main(int argc, char **argv) {
         CK(cudaEventRecord(a, 0));
         if (memset_only) {
             CK(cudaMemsetAsync(dy, r & 1, ny * sizeof(float), 0));
-        } else if (rows ? nc_conv_launch_fused_rows(dy, dxf, dx, u8 ? &lut : NULL, dk, db, B, C, H, W, M, K, &e, rows,
-                                                    0, &err)
-                        : nc_conv_launch_fused(dy, dxf, dx, u8 ? &lut : NULL, dk, db, B, C, H, W, M, K, &e, 0, &err)) {
+        } else if (rows == 3
+                       ? nc_conv_launch_wino_fused(dy, dxf, dx, u8 ? &lut : NULL, dk, db, B, C, H, W, M, K, &e, 0, &err)
+                   : rows
+                       ? nc_conv_launch_fused_rows(dy, dxf, dx, u8 ? &lut : NULL, dk, db, B, C, H, W, M, K, &e, rows, 0,
+                                                   &err)
+                       : nc_conv_launch_fused(dy, dxf, dx, u8 ? &lut : NULL, dk, db, B, C, H, W, M, K, &e, 0, &err)) {
             fprintf(stderr, "conv_one: %s\n", err.msg);
             return 1;
         }

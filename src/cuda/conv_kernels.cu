@@ -27,11 +27,12 @@
  *      tap's four channels one 16-byte load, for 32 multiply-adds), the window's rows loaded as the taps reach them;
  *      fused as version 6 is, a tile then two 2/2 pooling windows side by side (conv_direct.cu; 4/4 pooling as
  *      version 6; several channels of float input: conv_directc.cu, as versions 5 and 6)
- *  15  winograd: Winograd's minimal filtering F(4 x 4, 5 x 5) in fp32 for the zoo's K = 5 second layers: 64
- *      multiply-adds a tile of 16 outputs, channel and output channel (400 direct); not the reference's sums, errors
- *      about 5 times the direct sum's; and F(4, 5) along the rows for 2017's first layer (8 multiply-adds a kernel
- *      row and window of four outputs, 20 direct; errors about 2.5 times the direct sum's); alone or fused with bias,
- *      activation and 2/2 pooling, the first layer on uint8 pixels too (conv_wino.cu)
+ *  15  winograd: Winograd's minimal filtering in fp32, a kernel a layer shape: F(4 x 4, 5 x 5) for the zoo's K = 5
+ *      second layers (64 multiply-adds a tile of 16 outputs, channel and output channel, 400 direct; errors about 5
+ *      times the direct sum's), alone or fused; F(4, 5) along the rows for 2017's first layer (8 multiply-adds a
+ *      kernel row and window of four outputs, 20 direct; errors about 2.5 times), on uint8 pixels too; F(2, 7) along
+ *      the rows for the K = 7 second layers fused as their networks run them (8 multiply-adds a channel, kernel row
+ *      and window of two outputs, 14 direct); never the reference's sums (conv_wino.cu)
  *   Each file's header comment gives the command that runs its versions; conv_ladder.h declares them.
  *
  * Semantics (every version): y is (B, M, H-K+1, W-K+1), x is (B, C, H, W),
@@ -127,7 +128,7 @@ static const conv_version versions[] = {
     /* Version 5 with two rows of four outputs a thread and the weights tap-major; the backend fuses its epilogue as
      * version 6's (nc_conv_launch_fused_rows). */
     {"direct-tiles", "", NC_PRECISION_FP32, 1, nc_conv_launch_direct_tiles, NULL},
-    /* Winograd's F(4 x 4, 5 x 5), fp32 with its own rounding; fused by the backend as version 14 is (rows 3). */
+    /* Winograd's minimal filtering, fp32 with its own rounding; fused by the backend as version 14 is (rows 3). */
     {"winograd", "", NC_PRECISION_FP32, 1, nc_conv_launch_winograd, NULL},
 };
 #define N_VERSIONS ((int)(sizeof versions / sizeof versions[0]))

@@ -1,7 +1,8 @@
 /*
- * Version 15, winograd: Winograd's minimal filtering in fp32: F(4 x 4, 5 x 5) for the zoo's K = 5 second layers (a
- * kernel a layer shape), alone or fused with bias, activation and 2/2 pooling; and F(4, 5) along the rows for 2017's
- * first layer (below, "first layers, along rows").
+ * Version 15, winograd: Winograd's minimal filtering in fp32, a kernel a layer shape: F(4 x 4, 5 x 5) for the zoo's
+ * K = 5 second layers, alone or fused with bias, activation and 2/2 pooling; F(4, 5) along the rows for 2017's first
+ * layer (below, "first layers, along rows"); and F(2, 7) along the rows for the K = 7 second layers, fused (below,
+ * "K = 7 second layers, along rows").
  *
  * A 4 x 4 tile of outputs of one output channel is A^T [sum over c of (G g_c G^T) . (B^T d_c B)] A, where d_c is the
  * tile's 8 x 8 input patch of channel c and g_c the 5 x 5 weights: 64 multiply-adds a tile, input channel and output
@@ -37,6 +38,8 @@
  *   nanoconv eval --model fashion-2019-fall --backend cuda --conv-kernel 15
  *   nanoconv bench --backend cuda --shape 12x33x33:24x5+tanh+maxpool2 --versions 14,15
  */
+#include <type_traits>
+
 #include "cuda/conv_act.cuh"
 #include "cuda/conv_ladder.h"
 #include "cuda/cp_async.cuh"
@@ -499,6 +502,257 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W>::NT, MINB)
     asm volatile("cp.async.wait_group 0;" ::: "memory");
 }
 
+/* -------------------------------------------------------------------------------- K = 7 second layers, along rows */
+
+/*
+ * 2018 fall's and 2020's second layers have K = 7, where F(4 x 4, 7 x 7) would take ten points and F(2 x 2, 7 x 7)
+ * was measured slower than version 14. Along the rows, F(2, 7) takes the same eight points as F(4, 5) (the same B^T):
+ * outputs 2 w and 2 w + 1 of row y and channel m are A^T [sum over c and kh of (G7 g_m,c,kh) . (B^T x_c[y + kh][2 w
+ * .. 2 w + 7])], 8 multiply-adds an input channel, kernel row and window where the direct sum does 14; the C K rows
+ * share one output transform and each window's input transform serves the M output channels.
+ *
+ * A block takes items in turn, each an image's group of NW windows (all its rows):
+ *   - the item's input columns (2 NW + 6, zeros past the image) of the rows that count are copied into shared memory
+ *     by cp.async while the block computes the item before;
+ *   - phase 1: B^T of every (window, channel, row), into V[window][row][xi][channel];
+ *   - phase 2: a thread takes one point xi, one output channel m, WT windows and C / CS input channels (CS = 2: the
+ *     two halves in lanes 8 apart, their sums added by a shuffle). It keeps U = G7 g for them (C / CS x 7 floats, in
+ *     double rounded once) in registers for the block's life, and walks down the rows a band of R output rows at a
+ *     time: each input row's V (16- or 8-byte loads that a warp's output channels share) feeds the seven output rows
+ *     it reaches, C / CS multiply-adds each and window; an output row done goes to P[window][m][row][xi];
+ *   - phase 3: A^T for (window, m, row) units, bias, activation (after the window's maximum under max pooling),
+ *     pooling, stores; the next item's phase 1 in the same interval between barriers.
+ * Two barriers an item. The sums are in a fixed order: the same bits on every run.
+ *
+ * Measured against version 6 in one call (bench/ab/conv_one, H100, N = 10000, 2026-11-26 22:22,
+ * docs/PERFORMANCE-LOG.md): 2018 fall's second layer fused with tanh and 2/2 max pooling 4.486 -> 3.340 ms, 2020's
+ * with ReLU and 4/4 max pooling 1.440 -> 1.079. Splitting the channels between two lanes (CS = 2) let 2018 fall's
+ * kernel hold 80 registers instead of 168, twice the warps: 4.07 -> 3.58 ms. Alone (a kernel a layer tried, no
+ * pooling) it was no faster than version 14 on 2018 fall's layer (5.26 against 5.21 ms) and 2.4 times slower on
+ * 2020's (4.57 against 1.91): a window's two outputs a row make scattered 4-byte stores. It has no kernel alone.
+ */
+
+/* G7 (8 x 7), F(2, 7)'s weight transform, as a point's normalisation N (wino_G's first column) and the point a:
+ * row xi is N a^j, j = 0..6; infinity's row is (0, ..., 0, 1). */
+__constant__ double wr7_N[8] = {-1.0, -2.0 / 9, -2.0 / 9, 1.0 / 90, 1.0 / 90, 32.0 / 45, 32.0 / 45, 0.0};
+__constant__ double wr7_a[8] = {0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5, 0.0};
+
+/* Outputs 0 and 1 of A^T m, F(2, 7)'s output transform (the zeroth and first powers of the points). */
+__device__ __forceinline__ void wr7_at(const float (&m)[8], float &o0, float &o1) {
+    const float a = m[1] + m[2], b = m[1] - m[2], c = m[3] + m[4], d = m[3] - m[4], e = m[5] + m[6], f = m[5] - m[6];
+    o0 = m[0] + a + c + e;
+    o1 = fmaf(0.5f, f, fmaf(2.0f, d, b)) + m[7];
+}
+
+/* A layer's outputs that count, its items, its threads and its shared memory (floats). */
+template <int C, int M, int H, int W, int P, int NW, int WT, int CS> struct wr7_geom {
+    static constexpr int Ho = H - 6, Wo = W - 6, Yh = P == 1 ? Ho : Ho / P, Yw = P == 1 ? Wo : Wo / P;
+    static constexpr int ROWS = P == 1 ? Ho : P * Yh, COLS = P == 1 ? Wo : P * Yw; /* outputs that count */
+    static constexpr int NWIN = (COLS + 1) / 2, GROUPS = (NWIN + NW - 1) / NW;     /* windows of two; items an image */
+    static constexpr int RIN = ROWS + 6, XC = 2 * NW + 6;                          /* input rows and columns an item */
+    static constexpr int XCS = W % 2 ? (RIN * XC) | 1 : RIN * XC; /* X: [c][row][XC]; odd, or even for 8-byte copies */
+    static constexpr int CC = C / CS;                             /* input channels a thread */
+    static constexpr int VRS = 8 * C + 4;                         /* V: [w][row][xi][c], a row's stride 4 mod 8 */
+    static constexpr int PS = ROWS * 8 + 4; /* P: [w][m][row][xi]; 4 mod 8, so that phase 3's loads spread */
+    static constexpr int NT = 8 * CS * M * (NW / WT);
+    static constexpr int X_F = (C * XCS + 3) / 4 * 4, V_F = NW * RIN * VRS, P_F = NW * M * PS;
+    static constexpr size_t bytes = (size_t)(X_F + V_F + P_F) * sizeof(float);
+};
+
+template <int C, int M, int H, int W, int P, int EPI, int NW, int WT, int CS, int R, int MINB>
+__global__ void __launch_bounds__(wr7_geom<C, M, H, W, P, NW, WT, CS>::NT, MINB)
+    conv_wino_rows7_kernel(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ k,
+                           const float *__restrict__ bias, int B, int act_arg, int pool_arg) {
+    using G = wr7_geom<C, M, H, W, P, NW, WT, CS>;
+    constexpr int NT = G::NT, RIN = G::RIN, XC = G::XC, XCS = G::XCS, PS = G::PS, ROWS = G::ROWS, VRS = G::VRS;
+    constexpr int CC = G::CC, GROUPS = G::GROUPS, Yh = G::Yh, Yw = G::Yw, Wo = G::Wo;
+    static_assert(C % CS == 0 && CC % 2 == 0 && (M * CS) % 4 == 0, "V in 8- or 16-byte loads; whole warps");
+    static_assert(ROWS % R == 0 && NW % WT == 0 && (P != 4 || NW % 2 == 0), "bands; windows; 4/4: window pairs");
+    static_assert(G::NWIN % WT <= 1, "a thread's windows past the row: all or all but one");
+    const int act = EPI == WINO_EPI_TANH_MAX ? NC_TANH : EPI == WINO_EPI_NONE ? -1 : act_arg;
+    const int pool = EPI == WINO_EPI_TANH_MAX ? NC_MAXPOOL : EPI == WINO_EPI_NONE ? -1 : pool_arg;
+    extern __shared__ float4 wino_smem[];
+    float *Xs = (float *)wino_smem, *Vs = Xs + G::X_F, *Ps = Vs + G::V_F;
+    const int tid = threadIdx.x, xi = tid & 7, cs = (tid >> 3) % CS, m = (tid >> 3) / CS % M;
+    const int w1 = (tid >> 3) / (CS * M) * WT; /* the thread's first window in the item */
+    const int items = B * GROUPS;
+
+    /* U = G7 g for this thread's point, channel and input channels: each a double sum rounded once. */
+    float u[CC][7];
+    {
+        const double n = wr7_N[xi], a = wr7_a[xi];
+#pragma unroll
+        for (int c = 0; c < CC; c++)
+#pragma unroll
+            for (int kh = 0; kh < 7; kh++) {
+                const float *g = k + ((size_t)(m * C + cs * CC + c) * 7 + kh) * 7;
+                double s = 0.0, p = n;
+#pragma unroll
+                for (int j = 0; j < 7; j++) s += p * (double)g[j], p *= a;
+                u[c][kh] = xi == 7 ? g[6] : (float)s;
+            }
+    }
+    /* Item it's input: C x RIN rows of XC columns from its first window's, zeros past the image; two columns a copy
+     * where W is even and x 8-byte aligned (then every pair is). */
+    const bool pairs = W % 2 == 0 && ((uintptr_t)x & 7) == 0;
+    auto stage = [&](int it) {
+        if (it < items) {
+            const int n = it / GROUPS, col0 = (it % GROUPS) * NW * 2;
+            const float *xn = x + (size_t)n * C * H * W; /* an image's offsets fit an int: C H W is a kernel's */
+            if (pairs) {
+#pragma unroll 4
+                for (int q = tid; q < C * RIN * XC / 2; q += NT) {
+                    const int j = 2 * (q % (XC / 2)), r = (q / (XC / 2)) % RIN, c = q / (XC / 2 * RIN), col = col0 + j;
+                    const bool in = col < W;
+                    nc_cp_async8(Xs + c * XCS + r * XC + j, xn + (in ? (c * H + r) * W + col : 0), in ? 8 : 0);
+                }
+            } else {
+#pragma unroll 4
+                for (int q = tid; q < C * RIN * XC; q += NT) {
+                    const int j = q % XC, r = (q / XC) % RIN, c = q / (XC * RIN), col = col0 + j;
+                    const bool in = col < W;
+                    nc_cp_async4(Xs + c * XCS + r * XC + j, xn + (in ? (c * H + r) * W + col : 0), in ? 4 : 0);
+                }
+            }
+        }
+        asm volatile("cp.async.commit_group;" ::: "memory");
+    };
+    /* Phase 1: V = B^T of each window of each (channel, row), X -> V. */
+    auto phase1 = [&]() {
+#pragma unroll 1
+        for (int q = tid; q < NW * C * RIN; q += NT) {
+            const int c = q % C, r = (q / C) % RIN, w = q / (C * RIN);
+            float d[8], v[8];
+#pragma unroll
+            for (int i = 0; i < 8; i++) d[i] = Xs[c * XCS + r * XC + 2 * w + i];
+            wino_bt(d, v);
+            float *vo = Vs + (w * RIN + r) * VRS + c;
+#pragma unroll
+            for (int i = 0; i < 8; i++) vo[i * C] = v[i];
+        }
+    };
+    /* Phase 2: P[w][m][row][xi] = sum over input rows, then channels, of U[c][kh] V[w][row + kh][xi][c]; with CS = 2,
+     * each half's sum, then the two added. For WT windows, or the first alone (the last item of a row of an odd number
+     * of windows: no multiply-adds for the one past the row). */
+    auto phase2 = [&](auto wt) {
+        constexpr int T = decltype(wt)::value;
+        const float *vw = Vs + w1 * RIN * VRS + xi * C + cs * CC; /* a warp's 8 points (and 2 halves): distinct banks */
+        float *pw = Ps + (w1 * M + m) * PS + xi;
+#pragma unroll 1
+        for (int b = 0; b < ROWS / R; b++) {
+            float acc[T][R];
+#pragma unroll
+            for (int i = 0; i < R + 6; i++) { /* input row b R + i */
+                float v[T][CC];
+#pragma unroll
+                for (int t = 0; t < T; t++) {
+                    const float *vr = vw + (t * RIN + b * R + i) * VRS;
+#pragma unroll
+                    for (int c = 0; c < CC; c += (CC % 4 == 0 ? 4 : 2)) {
+                        if (CC % 4 == 0) {
+                            const float4 f = *(const float4 *)(vr + c);
+                            v[t][c] = f.x, v[t][c + 1] = f.y, v[t][c + 2] = f.z, v[t][c + 3] = f.w;
+                        } else {
+                            const float2 f = *(const float2 *)(vr + c);
+                            v[t][c] = f.x, v[t][c + 1] = f.y;
+                        }
+                    }
+                }
+#pragma unroll
+                for (int c = 0; c < CC; c++)
+#pragma unroll
+                    for (int t = 0; t < T; t++)
+#pragma unroll
+                        for (int kh = 0; kh < 7; kh++) {
+                            const int j = i - kh; /* the output row it reaches */
+                            if (j < 0 || j >= R) continue;
+                            acc[t][j] = kh == 0 && c == 0 ? u[0][0] * v[t][0] : fmaf(u[c][kh], v[t][c], acc[t][j]);
+                        }
+                if (i >= 6) {
+#pragma unroll
+                    for (int t = 0; t < T; t++) {
+                        float s = acc[t][i - 6];
+                        if (CS == 2) s += __shfl_xor_sync(0xffffffffu, s, 8);
+                        if (CS == 1 || cs == 0) pw[t * M * PS + (b * R + i - 6) * 8] = s;
+                    }
+                }
+            }
+        }
+    };
+    /* Phase 3: A^T, the epilogue and the stores: a unit is an output row of a window (no pooling), or a pooled
+     * output (its P rows of P / 2 windows); the channel first, so that a warp's loads of P spread over the banks. */
+    auto phase3 = [&](int it) {
+        constexpr int PW = P == 4 ? 2 : 1, RU = P, UR = P == 1 ? ROWS : Yh, UNITS = NW / PW * M * UR;
+        const int n = it / GROUPS, w0 = (it % GROUPS) * NW;
+#pragma unroll 1
+        for (int q = tid; q < UNITS; q += NT) {
+            const int mq = q % M, r = (q / M) % UR, wp = q / (UR * M);
+            if (2 * PW * (w0 / PW + wp) >= G::COLS) break; /* windows past the row (units go by window last) */
+            float o[RU][2 * PW];
+#pragma unroll
+            for (int i = 0; i < RU; i++)
+#pragma unroll
+                for (int dw = 0; dw < PW; dw++) {
+                    const float *pp = Ps + ((wp * PW + dw) * M + mq) * PS + (r * RU + i) * 8;
+                    const float4 a = *(const float4 *)pp, b = *(const float4 *)(pp + 4);
+                    const float t[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+                    wr7_at(t, o[i][2 * dw], o[i][2 * dw + 1]);
+                }
+            const float bm = bias ? bias[mq] : 0.0f;
+            float *yn = y + ((size_t)n * M + mq) * Yh * Yw;
+            if (P == 1) {
+                float v[2] = {o[0][0], o[0][1]};
+                if (bias) v[0] += bm, v[1] += bm;
+                nc_act_n(act, v);
+                const int col = 2 * (w0 + wp);
+                if (col < Wo) yn[(size_t)r * Yw + col] = v[0];
+                if (col + 1 < Wo) yn[(size_t)r * Yw + col + 1] = v[1];
+            } else if (pool == NC_MAXPOOL) {
+                float v[1] = {o[0][0]};
+#pragma unroll
+                for (int i = 0; i < RU; i++)
+#pragma unroll
+                    for (int j = 0; j < 2 * PW; j++) v[0] = fmaxf(v[0], o[i][j]);
+                if (bias) v[0] += bm;
+                nc_act_n(act, v);
+                yn[(size_t)r * Yw + w0 / PW + wp] = v[0];
+            } else { /* average pooling: bias and activation on each output, then the window's sum in the order i, j */
+#pragma unroll
+                for (int i = 0; i < RU; i++)
+#pragma unroll
+                    for (int j = 0; j < 2 * PW; j++)
+                        if (bias) o[i][j] += bm;
+                nc_act_n(act, reinterpret_cast<float(&)[RU * 2 * PW]>(o));
+                float s = 0.0f;
+#pragma unroll
+                for (int i = 0; i < RU; i++)
+#pragma unroll
+                    for (int j = 0; j < 2 * PW; j++) s += o[i][j];
+                yn[(size_t)r * Yw + w0 / PW + wp] = s / (float)(P * P);
+            }
+        }
+    };
+
+    int it = blockIdx.x;
+    stage(it);
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+    __syncthreads();
+    phase1();
+    for (; it < items; it += gridDim.x) {
+        __syncthreads(); /* V holds this item; X and P are free */
+        stage(it + gridDim.x);
+        const int left = G::NWIN - (it % GROUPS) * NW - w1; /* windows of the row from this thread's first */
+        if (left >= WT)
+            phase2(std::integral_constant<int, WT>());
+        else if (WT > 1 && left == 1)
+            phase2(std::integral_constant<int, 1>());
+        asm volatile("cp.async.wait_group 0;" ::: "memory");
+        __syncthreads(); /* P holds this item, X the next */
+        phase3(it);
+        if (it + (int)gridDim.x < items) phase1();
+    }
+}
+
 /* ---------------------------------------------------------------------------------------------------- launchers */
 
 typedef void (*wino_fn)(float *, const float *, const float *, const float *, int, int, int);
@@ -510,8 +764,9 @@ typedef struct {
 } wino_fit;
 
 typedef struct {
-    int C, H, W, M, P; /* the layer: channels, input size, output channels and pooling (1 or 2) */
-    int epi;           /* WINO_EPI_* */
+    int C, H, W, M, K, P; /* the layer: channels, input size, output channels, kernel size and pooling (1, 2, 4) */
+    int epi;              /* WINO_EPI_* */
+    int per_image;        /* items an image: rows of tiles (K = 5), groups of windows (K = 7) */
     int threads;
     size_t smem;
     wino_fn fn;
@@ -524,16 +779,39 @@ template <int C, int H, int W, int M, int MG, int P, int EPI, int MINB> static w
                       H,
                       W,
                       M,
+                      5,
                       P,
                       EPI,
+                      wino_geom<H, W, P>::TH,
                       64 * MG,
                       wino_layout<C, M, wino_geom<H, W, P>::TW>::bytes,
                       conv_wino_kernel<C, M, MG, H, W, P, EPI, MINB>,
                       &fit};
 }
 
+template <int C, int H, int W, int M, int P, int EPI, int NW, int WT, int CS, int R, int MINB>
+static wino_entry wr7_make() {
+    static wino_fit fit;
+    using G = wr7_geom<C, M, H, W, P, NW, WT, CS>;
+    return wino_entry{C,
+                      H,
+                      W,
+                      M,
+                      7,
+                      P,
+                      EPI,
+                      G::GROUPS,
+                      G::NT,
+                      G::bytes,
+                      conv_wino_rows7_kernel<C, M, H, W, P, EPI, NW, WT, CS, R, MINB>,
+                      &fit};
+}
+
 /* The kernels: the zoo's K = 5 second layers alone and as their networks fuse them, each also for any other
- * epilogue (MG = 2 measured faster than 4 on each; docs/PERFORMANCE-LOG.md, 2026-11-26). */
+ * epilogue (MG = 2 measured faster than 4 on each; docs/PERFORMANCE-LOG.md, 2026-11-26); its K = 7 second layers as
+ * their networks fuse them (2018 fall's also for any other activation and 2/2 pooling, 2020's for any activation
+ * and 4/4 pooling; none alone, see above). NW, WT, CS and R were chosen among 3 to 5 variants each in five calls
+ * (docs/PERFORMANCE-LOG.md, 2026-11-26 21:55-22:40). */
 static const wino_entry *wino_for(int C, int H, int W, int M, int K, const nc_conv_epilogue *e) {
     static const wino_entry kernels[] = {
         wino_make<12, 33, 33, 24, 2, 2, WINO_EPI_TANH_MAX, 2>(), /* 2019 fall, fused */
@@ -546,15 +824,18 @@ static const wino_entry *wino_for(int C, int H, int W, int M, int K, const nc_co
         wino_make<6, 22, 22, 16, 2, 1, WINO_EPI_ANY, 3>(),
         wino_make<6, 30, 30, 16, 2, 1, WINO_EPI_NONE, 3>(), /* 2018 spring (its network runs it alone) */
         wino_make<6, 30, 30, 16, 2, 1, WINO_EPI_ANY, 3>(),
+        wr7_make<12, 33, 33, 24, 2, WINO_EPI_TANH_MAX, 2, 2, 2, 26, 2>(), /* 2018 fall, fused */
+        wr7_make<12, 33, 33, 24, 2, WINO_EPI_ANY, 2, 2, 2, 26, 2>(),
+        wr7_make<4, 40, 40, 16, 4, WINO_EPI_ANY, 8, 4, 1, 32, 1>(), /* 2020, fused (ReLU, 4/4 max pooling) */
     };
-    if (K != 5 || !nc_conv_direct_fuses(e, K)) return nullptr;
+    if ((K != 5 && K != 7) || !nc_conv_direct_fuses(e, K)) return nullptr;
     const int P = e->pool < 0 ? 1 : e->P;
     const int epi = e->act == NC_TANH && e->pool == NC_MAXPOOL ? WINO_EPI_TANH_MAX
                     : e->act < 0 && e->pool < 0                ? WINO_EPI_NONE
                                                                : WINO_EPI_ANY;
     const wino_entry *any = nullptr;
     for (const wino_entry &k : kernels) {
-        if (k.C != C || k.H != H || k.W != W || k.M != M || k.P != P) continue;
+        if (k.C != C || k.H != H || k.W != W || k.M != M || k.K != K || k.P != P) continue;
         if (k.epi == epi) return &k;
         if (k.epi == WINO_EPI_ANY) any = &k;
     }
@@ -639,11 +920,12 @@ int nc_conv_launch_wino_fused(float *y, const float *x, const uint8_t *x_u8, con
                               const float *bias, int B, int C, int H, int W, int M, int K, const nc_conv_epilogue *e,
                               cudaStream_t stream, nc_error *err) {
     if (!nc_conv_wino_takes(C, H, W, M, K, e, x_u8 != NULL))
-        return nc_fail(err, NC_ERR_ARG,
-                       "conv version 15 (winograd) does not take %s C = %d, %dx%d, M = %d, K = %d, pool %d/%d: it has "
-                       "kernels for 2017's first layer and the zoo's K = 5 second layers only (version 14 takes any)",
-                       x_u8 ? "uint8 pixels," : "float input,", C, H, W, M, K, e->pool < 0 ? 1 : e->P,
-                       e->pool < 0 ? 1 : e->S);
+        return nc_fail(
+            err, NC_ERR_ARG,
+            "conv version 15 (winograd) does not take %s C = %d, %dx%d, M = %d, K = %d, pool %d/%d: it has "
+            "kernels for 2017's first layer, the zoo's K = 5 second layers and its K = 7 ones as their networks fuse "
+            "them only (version 14 takes any)",
+            x_u8 ? "uint8 pixels," : "float input,", C, H, W, M, K, e->pool < 0 ? 1 : e->P, e->pool < 0 ? 1 : e->S);
     if (B <= 0) return NC_OK;
     int blocks = 0;
     if (C == 1) {
@@ -661,10 +943,9 @@ int nc_conv_launch_wino_fused(float *y, const float *x, const uint8_t *x_u8, con
         return NC_OK;
     }
     const wino_entry *w = wino_for(C, H, W, M, K, e);
-    const int P = w->P, Ho = H - 4, Yh = P == 2 ? Ho / 2 : Ho;
-    const long long items = (long long)B * (((P == 2 ? 2 * Yh : Ho) + 3) / 4);
+    const long long items = (long long)B * w->per_image;
     if (items > 0x7fffffff) /* the kernel counts its items in an int */
-        return nc_fail(err, NC_ERR_ARG, "conv version 15 (winograd): %d images are too many rows of tiles", B);
+        return nc_fail(err, NC_ERR_ARG, "conv version 15 (winograd): %d images are too many items", B);
     const int rc = wino_blocks((const void *)w->fn, w->threads, w->smem, w->fit, &blocks, err);
     if (rc) return rc;
     const int grid = (int)(items < blocks ? items : blocks);

@@ -450,41 +450,53 @@ static void test_versions(void) {
 }
 
 /* Version 15 (conv_wino.cu) on every layer it has a kernel for (the zoo's K = 5 second layers, alone and pooled 2/2;
- * 2017's first layer, on pixels and floats, below), with every activation, max and average pooling or none, with and
- * without bias, alone and through the fused launcher (test_fused_case, which also checks versions 6 and 14 there): a
- * few images, and more rows of tiles than blocks, so that each block's copy of its next item runs behind the one it
- * computes. Its tiles overhang the outputs that count on 2019 spring's layer (18 of 20 columns and rows) and 2018
- * spring's (26 of 28), where the input past the image is read as zeros. */
+ * its K = 7 second layers pooled as their networks run them; 2017's first layer, on pixels and floats, below), with
+ * every activation, max and average pooling or none, with and without bias, alone and through the fused launcher
+ * (test_fused_case, which also checks versions 6 and 14 there): a few images, and more items than blocks, so that
+ * each block's copy of its next item runs behind the one it computes. Its tiles overhang the outputs that count on
+ * 2019 spring's layer (18 of 20 columns and rows) and 2018 spring's (26 of 28), where the input past the image is
+ * read as zeros; on 2018 fall's K = 7 layer the last item of a row has one window of two, the other past it. */
 static void test_winograd(void) {
     static const struct {
-        int C, H, W, M, P;
-    } layers[] = {{12, 33, 33, 24, 2}, {12, 33, 33, 24, 1}, {6, 22, 22, 16, 2}, {6, 22, 22, 16, 1}, {6, 30, 30, 16, 1}};
+        int C, H, W, M, K, P;
+    } layers[] = {{12, 33, 33, 24, 5, 2}, {12, 33, 33, 24, 5, 1}, {6, 22, 22, 16, 5, 2}, {6, 22, 22, 16, 5, 1},
+                  {6, 30, 30, 16, 5, 1},  {12, 33, 33, 24, 7, 2}, {4, 40, 40, 16, 7, 4}};
     const int acts[4] = {-1, NC_TANH, NC_RELU, NC_SIGMOID};
     for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++) {
-        const int C = layers[i].C, H = layers[i].H, W = layers[i].W, M = layers[i].M, P = layers[i].P;
-        const nc_conv_epilogue alone = {-1, -1, 1, 1}, max2 = {NC_TANH, NC_MAXPOOL, 2, 2};
-        CHECK(nc_conv_wino_takes(C, H, W, M, 5, P == 2 ? &max2 : &alone, 0));
-        CHECK(!nc_conv_wino_takes(C, H, W, M, 5, P == 2 ? &max2 : &alone, 1)); /* uint8 pixels */
-        CHECK(!nc_conv_wino_takes(C, H + 1, W, M, 5, P == 2 ? &max2 : &alone, 0));
-        CHECK(!nc_conv_wino_takes(C, H, W - 1, M, 5, P == 2 ? &max2 : &alone, 0));
-        if (P == 1) test_case(rand_int(1, 3), C, H, W, M, 5, rand_int(0, 1));
+        const int C = layers[i].C, H = layers[i].H, W = layers[i].W, M = layers[i].M, K = layers[i].K, P = layers[i].P;
+        const nc_conv_epilogue alone = {-1, -1, 1, 1}, pooled = {NC_TANH, NC_MAXPOOL, P, P};
+        const nc_conv_epilogue *e = P > 1 ? &pooled : &alone;
+        CHECK(nc_conv_wino_takes(C, H, W, M, K, e, 0));
+        CHECK(!nc_conv_wino_takes(C, H, W, M, K, e, 1)); /* uint8 pixels */
+        CHECK(!nc_conv_wino_takes(C, H + 1, W, M, K, e, 0));
+        CHECK(!nc_conv_wino_takes(C, H, W - 1, M, K, e, 0));
+        if (P == 1) test_case(rand_int(1, 3), C, H, W, M, K, rand_int(0, 1));
         for (int a = 0; a < 4; a++)
-            for (int k = 0; k < (P == 2 ? 2 : 1); k++)
-                test_fused_case(rand_int(1, 3), C, H, W, M, 5, rand_int(0, 1), acts[a],
+            for (int k = 0; k < (P > 1 ? 2 : 1); k++)
+                test_fused_case(rand_int(1, 3), C, H, W, M, K, rand_int(0, 1), acts[a],
                                 P == 1 ? -1
                                 : k    ? NC_AVGPOOL
                                        : NC_MAXPOOL,
                                 P, 0);
     }
-    /* More rows of tiles than blocks: the zoo's layers as their networks run them. */
+    /* More items than blocks: the zoo's layers as their networks run them. */
     test_fused_case(300, 12, 33, 33, 24, 5, 1, NC_TANH, NC_MAXPOOL, 2, 0); /* 2019 fall */
     test_fused_case(600, 6, 22, 22, 16, 5, 1, NC_TANH, NC_MAXPOOL, 2, 0);  /* 2019 spring */
     test_case(400, 6, 30, 30, 16, 5, 1);                                   /* 2018 spring, alone */
     test_case(200, 12, 33, 33, 24, 5, 0);                                  /* 2019 fall, alone */
+    test_fused_case(300, 12, 33, 33, 24, 7, 1, NC_TANH, NC_MAXPOOL, 2, 0); /* 2018 fall */
+    test_fused_case(700, 4, 40, 40, 16, 7, 1, NC_RELU, NC_MAXPOOL, 4, 0);  /* 2020 */
+    /* 2020's input copied two floats at a time where x is 8-byte aligned, one at a time where it is not. */
+    for (int i = 0; i < 3; i++) test_fused_case(30, 4, 40, 40, 16, 7, 1, NC_RELU, NC_MAXPOOL, 4, -1);
     /* What it does not take, it says (and the backend runs version 14 there). */
     const nc_conv_epilogue tanh_max2 = {NC_TANH, NC_MAXPOOL, 2, 2}, relu_max4 = {NC_RELU, NC_MAXPOOL, 4, 4};
-    CHECK(!nc_conv_wino_takes(12, 33, 33, 24, 7, &tanh_max2, 0)); /* 2018 fall: K = 7 */
-    CHECK(!nc_conv_wino_takes(4, 40, 40, 16, 7, &relu_max4, 0));  /* 2020 */
+    const nc_conv_epilogue none = {-1, -1, 1, 1};
+    CHECK(!nc_conv_wino_takes(12, 33, 33, 24, 7, &none, 0)); /* K = 7 alone: version 14 is faster there */
+    CHECK(!nc_conv_wino_takes(4, 40, 40, 16, 7, &none, 0));
+    CHECK(!nc_conv_wino_takes(12, 33, 33, 24, 7, &relu_max4, 0)); /* 2018 fall's layer pooled 4/4 */
+    CHECK(!nc_conv_wino_takes(4, 40, 40, 16, 7, &tanh_max2, 0));  /* 2020's pooled 2/2 */
+    CHECK(!nc_conv_wino_takes(12, 33, 33, 20, 7, &tanh_max2, 0)); /* other output channels */
+    CHECK(!nc_conv_wino_takes(12, 33, 33, 24, 3, &tanh_max2, 0)); /* K = 3 */
     CHECK(!nc_conv_wino_takes(1, 72, 72, 12, 7, &tanh_max2, 1));  /* 2018 fall's first layer: K = 7 */
     CHECK(!nc_conv_wino_takes(1, 70, 70, 12, 5, &tanh_max2, 1));  /* 2019 fall's: no kernel */
     CHECK(!nc_conv_wino_takes(6, 30, 30, 16, 5, &tanh_max2, 0));  /* 2018 spring's layer pooled */
@@ -521,7 +533,7 @@ static void test_winograd(void) {
     CHECK(nc_conv_launch_fused_rows(odd_y, NULL, NULL, NULL, NULL, NULL, 1, 1, 28, 28, 50, 5, &alone, 3, stream,
                                     &err) == NC_ERR_ARG);
     CHECK(strstr(err.msg, "version 15") != NULL && strstr(err.msg, "16-byte aligned") != NULL);
-    CHECK(nc_cuda_conv_forward(15, NULL, NULL, NULL, NULL, 1, 12, 33, 33, 24, 7, stream, &err) == NC_ERR_ARG);
+    CHECK(nc_cuda_conv_forward(15, NULL, NULL, NULL, NULL, 1, 12, 33, 33, 24, 3, stream, &err) == NC_ERR_ARG);
     CHECK(strstr(err.msg, "version 15") != NULL && strstr(err.msg, "version 14 takes any") != NULL);
 }
 
@@ -622,6 +634,7 @@ int main(void) {
         test_fused_case(300, 6, 22, 22, 16, 5, 0, NC_SIGMOID, NC_AVGPOOL, 2, 0);
         test_fused_case(300, 12, 33, 33, 24, 5, 1, NC_TANH, NC_MAXPOOL, 2, 0); /* version 15's kernels, with these */
         test_fused_case(600, 1, 28, 28, 50, 5, 0, NC_RELU, -1, 1, 2); /* and its rows', pixels by plain loads */
+        test_fused_case(300, 4, 40, 40, 16, 7, 1, NC_RELU, NC_MAXPOOL, 4, -1); /* K = 7's, copies of 1 or 2 floats */
         test_unpooled_stores();
         test_case(2, 1, 422, 278, 6, 5, 1); /* every version; version 13's shifted rows in several bands */
         test_case(2, 1, 422, 262, 6, 4, 1); /* flat copies in bands of an even number of rows, or a row at a time */
