@@ -358,7 +358,8 @@ static void usage(void) {
     printf("usage: nanoconv profile --model FILE [eval options] [--top N] [--wide] [--csv | --json]\n\n"
            "Runs `nanoconv eval` under CUPTI and prints nvprof's profile after eval's lines: every GPU activity\n"
            "(kernels, memory copies and sets) and every CUDA API call, by total time, with the activities that take\n"
-           "90%% of the GPU time. Needs a CUDA GPU. The backend defaults to cuda.\n\n"
+           "90%% of the GPU time. Needs a CUDA GPU. The backend defaults to cuda. The recording starts as the session\n"
+           "that runs the images opens: the default's choice of kernels, where it times them, is made before.\n\n"
            "      --top N           show the N longest rows of each table and sum the rest into one\n"
            "      --wide            show kernel names whole (default: cut to %d columns)\n"
            "      --csv             the tables as CSV\n"
@@ -367,10 +368,19 @@ static void usage(void) {
            NAME_COLUMNS);
 }
 
+/* eval's start(): what was recorded until then (CUDA's start, the session that chose the default's kernels) is
+ * dropped, and the recording starts again for the evaluation. */
+static int profile_start(void *ctx, nc_error *err) {
+    profile_ctx *c = ctx;
+    nc_prof_free(c->prof);
+    c->prof = NULL;
+    return nc_prof_start(&c->prof, err);
+}
+
 int cmd_profile(int argc, char **argv) {
     profile_ctx c = {0};
     int json = 0;
-    const char *backend = NULL, *conv_kernel = "0"; /* eval's options, seen on the way: the last one counts */
+    const char *backend = NULL, *conv_kernel = "0", *precision = "fp32"; /* eval's options: the last one counts */
     /* eval's arguments: argv less our own options, after a default "--backend cuda" (+2), NULL-terminated (+1). */
     char **eargv = calloc((size_t)argc + 3, sizeof *eargv);
     nc_error err = {0};
@@ -404,6 +414,8 @@ int cmd_profile(int argc, char **argv) {
             if (!strncmp(a, "--backend=", 10)) backend = a + 10;
             if (!strcmp(a, "--conv-kernel")) conv_kernel = next;
             if (!strncmp(a, "--conv-kernel=", 14)) conv_kernel = a + 14;
+            if (!strcmp(a, "--precision")) precision = next;
+            if (!strncmp(a, "--precision=", 12)) precision = a + 12;
             eargv[eargc++] = argv[i];
         }
     }
@@ -421,13 +433,18 @@ int cmd_profile(int argc, char **argv) {
         nc_error ignored;
         c.conv_version = conv_kernel ? atoi(conv_kernel) : 0;
         if (nc_cuda_conv_resolve(&c.conv_version, &ignored)) c.conv_version = 0;
+        const char *cache = getenv("NANOCONV_CACHE_DIR");
+        if (conv_kernel && atoi(conv_kernel) == 0 && precision && !strcmp(precision, "fp32") && cache &&
+            !strcmp(cache, "off"))
+            fprintf(stderr, "nanoconv: warning: NANOCONV_CACHE_DIR=off: the session profiled chooses the default's "
+                            "kernels again, so the profile also holds their timing runs of every version\n");
     }
 
     if (nc_prof_start(&c.prof, &err)) {
         free(eargv);
         return cli_fail(&err);
     }
-    const eval_hook hook = {profile_done, &c};
+    const eval_hook hook = {profile_start, profile_done, &c};
     const int status = eval_main(eargc, eargv, &hook);
     nc_prof_free(c.prof);
     free(eargv);

@@ -210,6 +210,22 @@ int eval_main(int argc, char **argv, const eval_hook *hook) {
         return cli_usage_error("-n %ld is more than the %d images of the %s split in %s", n, have, split,
                                data_dir ? data_dir : nc_default_data_dir());
     }
+    if (hook && hook->start) {
+        /* The default's choice of kernels made (and cached) by a session of its own, before start(): a profile
+         * then records the evaluation, not the tuner's timing runs of every version. */
+        if (!strcmp(a.backend, "cuda") && !a.opts.conv_kernel && a.opts.precision == 0) { /* fp32 */
+            rc = open_session(&a, &m, &s, 1, &err);
+            nc_session_free(s);
+            nc_model_free(m);
+            s = NULL;
+            m = NULL;
+        }
+        if (!rc) rc = hook->start(hook->ctx, &err);
+        if (rc) {
+            nc_dataset_free(&ds);
+            return cli_fail(&err);
+        }
+    }
     rc = open_session(&a, &m, &s, a.json, &err);
     if (!rc) cli_pin_images(a.backend, &ds);
     if (!rc && !(pred = malloc((size_t)n * sizeof *pred))) rc = nc_fail(&err, NC_ERR_NOMEM, "out of memory");
