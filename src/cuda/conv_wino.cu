@@ -520,8 +520,8 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W>::NT, MINB)
  *     double rounded once) in registers for the block's life, and walks down the rows a band of R output rows at a
  *     time: each input row's V (16- or 8-byte loads that a warp's output channels share) feeds the seven output rows
  *     it reaches, C / CS multiply-adds each and window; an output row done goes to P[window][m][row][xi];
- *   - phase 3: A^T for (window, m, row) units, bias, activation (after the window's maximum under max pooling),
- *     pooling, stores; the next item's phase 1 in the same interval between barriers.
+ *   - phase 3: for each pooled output, A^T of its rows and windows, bias, activation (after the maximum under max
+ *     pooling), pooling, the store; the next item's phase 1 in the same interval between barriers.
  * Two barriers an item. The sums are in a fixed order: the same bits on every run.
  *
  * Measured against version 6 in one call (bench/ab/conv_one, H100, N = 10000, 2026-11-26 22:22,
@@ -544,12 +544,12 @@ __device__ __forceinline__ void wr7_at(const float (&m)[8], float &o0, float &o1
     o1 = fmaf(0.5f, f, fmaf(2.0f, d, b)) + m[7];
 }
 
-/* A layer's outputs that count, its items, its threads and its shared memory (floats). */
+/* A layer's outputs that count (P = 2 or 4: pooled P/P), its items, its threads and its shared memory (floats). */
 template <int C, int M, int H, int W, int P, int NW, int WT, int CS> struct wr7_geom {
-    static constexpr int Ho = H - 6, Wo = W - 6, Yh = P == 1 ? Ho : Ho / P, Yw = P == 1 ? Wo : Wo / P;
-    static constexpr int ROWS = P == 1 ? Ho : P * Yh, COLS = P == 1 ? Wo : P * Yw; /* outputs that count */
-    static constexpr int NWIN = (COLS + 1) / 2, GROUPS = (NWIN + NW - 1) / NW;     /* windows of two; items an image */
-    static constexpr int RIN = ROWS + 6, XC = 2 * NW + 6;                          /* input rows and columns an item */
+    static constexpr int Ho = H - 6, Wo = W - 6, Yh = Ho / P, Yw = Wo / P;
+    static constexpr int ROWS = P * Yh, COLS = P * Yw;                         /* outputs that count */
+    static constexpr int NWIN = (COLS + 1) / 2, GROUPS = (NWIN + NW - 1) / NW; /* windows of two; items an image */
+    static constexpr int RIN = ROWS + 6, XC = 2 * NW + 6;                      /* input rows and columns an item */
     static constexpr int XCS = W % 2 ? (RIN * XC) | 1 : RIN * XC; /* X: [c][row][XC]; odd, or even for 8-byte copies */
     static constexpr int CC = C / CS;                             /* input channels a thread */
     static constexpr int VRS = 8 * C + 4;                         /* V: [w][row][xi][c], a row's stride 4 mod 8 */
@@ -565,7 +565,8 @@ __global__ void __launch_bounds__(wr7_geom<C, M, H, W, P, NW, WT, CS>::NT, MINB)
                            const float *__restrict__ bias, int B, int act_arg, int pool_arg) {
     using G = wr7_geom<C, M, H, W, P, NW, WT, CS>;
     constexpr int NT = G::NT, RIN = G::RIN, XC = G::XC, XCS = G::XCS, PS = G::PS, ROWS = G::ROWS, VRS = G::VRS;
-    constexpr int CC = G::CC, GROUPS = G::GROUPS, Yh = G::Yh, Yw = G::Yw, Wo = G::Wo;
+    constexpr int CC = G::CC, GROUPS = G::GROUPS, Yh = G::Yh, Yw = G::Yw;
+    static_assert(P == 2 || P == 4, "pooled layers only: alone, version 14 is faster");
     static_assert(C % CS == 0 && CC % 2 == 0 && (M * CS) % 4 == 0, "V in 8- or 16-byte loads; whole warps");
     static_assert(ROWS % R == 0 && NW % WT == 0 && (P != 4 || NW % 2 == 0), "bands; windows; 4/4: window pairs");
     static_assert(G::NWIN % WT <= 1, "a thread's windows past the row: all or all but one");
@@ -679,10 +680,10 @@ __global__ void __launch_bounds__(wr7_geom<C, M, H, W, P, NW, WT, CS>::NT, MINB)
             }
         }
     };
-    /* Phase 3: A^T, the epilogue and the stores: a unit is an output row of a window (no pooling), or a pooled
-     * output (its P rows of P / 2 windows); the channel first, so that a warp's loads of P spread over the banks. */
+    /* Phase 3: A^T, the epilogue and the stores: a unit is a pooled output (its P rows of P / 2 windows), the channel
+     * first, so that a warp's loads of P spread over the banks. */
     auto phase3 = [&](int it) {
-        constexpr int PW = P == 4 ? 2 : 1, RU = P, UR = P == 1 ? ROWS : Yh, UNITS = NW / PW * M * UR;
+        constexpr int PW = P / 2, RU = P, UR = Yh, UNITS = NW / PW * M * UR;
         const int n = it / GROUPS, w0 = (it % GROUPS) * NW;
 #pragma unroll 1
         for (int q = tid; q < UNITS; q += NT) {
@@ -700,14 +701,7 @@ __global__ void __launch_bounds__(wr7_geom<C, M, H, W, P, NW, WT, CS>::NT, MINB)
                 }
             const float bm = bias ? bias[mq] : 0.0f;
             float *yn = y + ((size_t)n * M + mq) * Yh * Yw;
-            if (P == 1) {
-                float v[2] = {o[0][0], o[0][1]};
-                if (bias) v[0] += bm, v[1] += bm;
-                nc_act_n(act, v);
-                const int col = 2 * (w0 + wp);
-                if (col < Wo) yn[(size_t)r * Yw + col] = v[0];
-                if (col + 1 < Wo) yn[(size_t)r * Yw + col + 1] = v[1];
-            } else if (pool == NC_MAXPOOL) {
+            if (pool == NC_MAXPOOL) {
                 float v[1] = {o[0][0]};
 #pragma unroll
                 for (int i = 0; i < RU; i++)
