@@ -37,12 +37,13 @@ int cmd_import_mxnet(int argc, char **argv);
  * loaded, just before the session that runs them opens, its kernels chosen: where the cuda backend's default would
  * choose them by timing every exact version (a layer its cache has not seen, conv_autotune.cu), a first session,
  * opened and freed before start(), makes that choice and caches it. A failure of start() ends the evaluation with its
- * error. After a successful run, once the session is freed and eval's lines are printed, done() gets the result
- * object (with --json, to add its own members before eval prints it; NULL otherwise) and returns the exit status. */
+ * error. After a successful run, once the session is freed and eval's lines are printed, done() gets the run's
+ * timing (with the version each convolution ran on) and the result object (with --json, to add its own members
+ * before eval prints it; NULL otherwise) and returns the exit status. */
 struct cJSON;
 typedef struct eval_hook {
     int (*start)(void *ctx, nc_error *err);
-    int (*done)(void *ctx, struct cJSON *json);
+    int (*done)(void *ctx, const nc_timing *t, struct cJSON *json);
     void *ctx;
 } eval_hook;
 /* nanoconv eval itself (cmd_eval is eval_main without a hook). */

@@ -4,9 +4,11 @@
  * (kernels, memory copies and sets) and one of CUDA API calls, each sorted by
  * total time, then the activities that take 90% of the GPU time.
  *
- * Our convolution kernels are named conv_*_kernel (src/cuda/conv_*.cu), and a
- * run of the cuda backend uses one --conv-kernel version for every layer, so
- * each such kernel is tagged with the version that ran, "[v5 direct]".
+ * Our convolution kernels are named conv_*_kernel (src/cuda/conv_*.cu). Each is
+ * tagged with the version that ran it, "[v15 winograd]": of the versions the
+ * run's layers ran on (the tuner may pick one a layer), those that launch a
+ * kernel of that name (nc_cuda_conv_kernel_versions); "[v6/v14]" where several
+ * of them share it.
  */
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -39,7 +41,7 @@ int cmd_profile(int argc, char **argv) {
 typedef struct {
     long top; /* rows per table before the rest are summed into one; 0 = all */
     int wide, csv;
-    int conv_version; /* the version the cuda backend runs; 0 on other backends */
+    unsigned ran; /* the versions the run's convolutions ran on, bits 1 << v (cuda backend; else 0) */
     nc_prof *prof;
 } profile_ctx;
 
@@ -47,7 +49,7 @@ typedef struct {
 typedef struct {
     const char *type; /* "kernel", "memcpy", "memset", "runtime", "driver" or "others" */
     const char *name;
-    int conv_version; /* the convolution version the kernel belongs to, or 0 */
+    unsigned conv_versions; /* the convolution versions that ran the kernel, bits 1 << v; 0 for none */
     uint64_t calls, total_ns, min_ns, max_ns;
 } shown_row;
 
@@ -61,10 +63,30 @@ static const char *kind_name(nc_prof_kind k) {
     }
 }
 
-/* The convolution version a row of the profile belongs to: the run's, for one of our conv_*_kernel; else 0. */
-static int conv_version(const profile_ctx *c, const nc_prof_row *r) {
-    const char *name = strncmp(r->name, "void ", 5) ? r->name : r->name + 5;
-    return r->kind == NC_PROF_KERNEL && !strncmp(name, "conv_", 5) ? c->conv_version : 0;
+/* The convolution versions a row of the profile belongs to: those of the run that launch a kernel of its name. */
+static unsigned conv_versions(const profile_ctx *c, const nc_prof_row *r) {
+    return r->kind == NC_PROF_KERNEL ? nc_cuda_conv_kernel_versions(r->name) & c->ran : 0;
+}
+
+/* The one version in a set, or 0 where it holds none or several. */
+static int single_version(unsigned versions) {
+    for (int v = 1; v < 32; v++)
+        if (versions == 1u << v) return v;
+    return 0;
+}
+
+/* A row's tag, "[v15 winograd]" or "[v6/v14]" where several versions share the kernel; "" for none. */
+static void version_tag(char *buf, size_t n, unsigned versions) {
+    const int one = single_version(versions);
+    size_t used = 0;
+    buf[0] = '\0';
+    if (one) {
+        snprintf(buf, n, "[v%d %s]", one, nc_cuda_conv_version_name(one));
+        return;
+    }
+    for (int v = 1; v < 32 && used < n; v++)
+        if (versions & 1u << v) used += (size_t)snprintf(buf + used, n - used, "%sv%d", used ? "/" : "[", v);
+    if (used && used + 1 < n) snprintf(buf + used, n - used, "]");
 }
 
 /* The table's rows as shown, at most top + 1 (the last one "[N others]"); returns their count. */
@@ -75,7 +97,7 @@ static size_t shown_rows(shown_row *out, char *others_name, size_t others_len, c
     for (size_t i = 0; i < keep; i++)
         out[i] = (shown_row){.type = kind_name(rows[i].kind),
                              .name = rows[i].name,
-                             .conv_version = conv_version(c, &rows[i]),
+                             .conv_versions = conv_versions(c, &rows[i]),
                              .calls = rows[i].calls,
                              .total_ns = rows[i].total_ns,
                              .min_ns = rows[i].min_ns,
@@ -156,14 +178,11 @@ static void summary_name(char *buf, size_t n, const char *name) {
 /* The name with its version tag first, "[v5 direct] void conv_direct_kernel<5>(...)", so that a cut keeps it.
  * Returns a new string (NULL for want of memory). */
 static char *tagged_name(const shown_row *r) {
-    const char *vname = r->conv_version ? nc_cuda_conv_version_name(r->conv_version) : NULL;
-    const size_t n = strlen(r->name) + (vname ? strlen(vname) + 32 : 0) + 1;
+    char tag[128];
+    version_tag(tag, sizeof tag, r->conv_versions);
+    const size_t n = strlen(tag) + 1 + strlen(r->name) + 1;
     char *s = malloc(n);
-    if (!s) return NULL;
-    if (vname)
-        snprintf(s, n, "[v%d %s] %s", r->conv_version, vname, r->name);
-    else
-        snprintf(s, n, "%s", r->name);
+    if (s) snprintf(s, n, "%s%s%s", tag, *tag ? " " : "", r->name);
     return s;
 }
 
@@ -246,9 +265,15 @@ static cJSON *json_table(const profile_ctx *c, nc_prof_table t) {
         cJSON_AddStringToObject(row, "type", r->type);
         cJSON_AddStringToObject(row, "name", r->name);
         cJSON_AddStringToObject(row, "short_name", sn);
-        if (r->conv_version) {
-            cJSON_AddNumberToObject(row, "conv_version", r->conv_version);
-            cJSON_AddStringToObject(row, "conv_version_name", nc_cuda_conv_version_name(r->conv_version));
+        if (r->conv_versions) { /* every version that ran it; the one, where there is one */
+            cJSON *vs = cJSON_AddArrayToObject(row, "conv_versions");
+            for (int v = 1; v < 32; v++)
+                if (r->conv_versions & 1u << v) cJSON_AddItemToArray(vs, cJSON_CreateNumber(v));
+            const int one = single_version(r->conv_versions);
+            if (one) {
+                cJSON_AddNumberToObject(row, "conv_version", one);
+                cJSON_AddStringToObject(row, "conv_version_name", nc_cuda_conv_version_name(one));
+            }
         }
         cJSON_AddNumberToObject(row, "time_percent", percent(r->total_ns, total));
         cJSON_AddNumberToObject(row, "time_s", (double)r->total_ns * 1e-9);
@@ -289,12 +314,9 @@ static void print_summary(const profile_ctx *c) {
     for (size_t i = 0; i < k; i++) {
         char sn[SUMMARY_NAME_MAX + 1];
         summary_name(sn, sizeof sn, rows[i].name);
-        const int v = conv_version(c, &rows[i]);
-        if (v)
-            printf("%s %s [v%d %s] %.2f%%", i ? "," : "", sn, v, nc_cuda_conv_version_name(v),
-                   percent(rows[i].total_ns, total));
-        else
-            printf("%s %s %.2f%%", i ? "," : "", sn, percent(rows[i].total_ns, total));
+        char tag[128];
+        version_tag(tag, sizeof tag, conv_versions(c, &rows[i]));
+        printf("%s %s%s%s %.2f%%", i ? "," : "", sn, *tag ? " " : "", tag, percent(rows[i].total_ns, total));
     }
     printf("\n");
 }
@@ -323,9 +345,11 @@ static void warn_incomplete(const nc_prof *p) {
 }
 
 /* eval's hook: the run is over and its session freed, so every record is made; stop and report. */
-static int profile_done(void *ctx, cJSON *json) {
+static int profile_done(void *ctx, const nc_timing *t, cJSON *json) {
     profile_ctx *c = ctx;
     nc_error err = {0};
+    for (int i = 0; i < t->n_conv; i++)
+        if (t->conv_version[i] > 0 && t->conv_version[i] < 32) c->ran |= 1u << t->conv_version[i];
     if (nc_prof_stop(c->prof, &err)) return cli_fail(&err);
     warn_incomplete(c->prof);
     if (json) {
@@ -359,7 +383,9 @@ static void usage(void) {
            "Runs `nanoconv eval` under CUPTI and prints nvprof's profile after eval's lines: every GPU activity\n"
            "(kernels, memory copies and sets) and every CUDA API call, by total time, with the activities that take\n"
            "90%% of the GPU time. Needs a CUDA GPU. The backend defaults to cuda. The recording starts as the session\n"
-           "that runs the images opens: the default's choice of kernels, where it times them, is made before.\n\n"
+           "that runs the images opens: the default's choice of kernels, where it times them, is made before.\n"
+           "Our convolution kernels are tagged with the version that ran them (\"[v15 winograd]\"; \"[v6/v14]\"\n"
+           "where layers on both versions ran kernels of that name).\n\n"
            "      --top N           show the N longest rows of each table and sum the rest into one\n"
            "      --wide            show kernel names whole (default: cut to %d columns)\n"
            "      --csv             the tables as CSV\n"
@@ -428,17 +454,11 @@ int cmd_profile(int argc, char **argv) {
         eargc -= 2;
         eargv[eargc] = NULL;
     }
-    if (!backend || !strcmp(backend, "cuda")) {
-        /* An unknown version leaves no tag: eval says what is wrong with it. */
-        nc_error ignored;
-        c.conv_version = conv_kernel ? atoi(conv_kernel) : 0;
-        if (nc_cuda_conv_resolve(&c.conv_version, &ignored)) c.conv_version = 0;
-        const char *cache = getenv("NANOCONV_CACHE_DIR");
-        if (conv_kernel && atoi(conv_kernel) == 0 && precision && !strcmp(precision, "fp32") && cache &&
-            !strcmp(cache, "off"))
-            fprintf(stderr, "nanoconv: warning: NANOCONV_CACHE_DIR=off: the session profiled chooses the default's "
-                            "kernels again, so the profile also holds their timing runs of every version\n");
-    }
+    const char *cache = getenv("NANOCONV_CACHE_DIR");
+    if ((!backend || !strcmp(backend, "cuda")) && conv_kernel && atoi(conv_kernel) == 0 && precision &&
+        !strcmp(precision, "fp32") && cache && !strcmp(cache, "off"))
+        fprintf(stderr, "nanoconv: warning: NANOCONV_CACHE_DIR=off: the session profiled chooses the default's "
+                        "kernels again, so the profile also holds their timing runs of every version\n");
 
     if (nc_prof_start(&c.prof, &err)) {
         free(eargv);

@@ -140,6 +140,12 @@ static cJSON *timing_json(const nc_timing *t) {
         cJSON_AddItemToArray(ops, cJSON_CreateNumber(t->conv_s[i]));
         cJSON_AddItemToArray(notes, cJSON_CreateString(t->conv_note[i]));
     }
+    int versions = 0;
+    for (int i = 0; i < t->n_conv; i++) versions |= t->conv_version[i];
+    if (versions) { /* the cuda backend's: the kernel version each convolution ran on */
+        cJSON *v = cJSON_AddArrayToObject(o, "op_versions");
+        for (int i = 0; i < t->n_conv; i++) cJSON_AddItemToArray(v, cJSON_CreateNumber(t->conv_version[i]));
+    }
     cJSON_AddNumberToObject(o, "total_time", t->total_s);
     return o;
 }
@@ -253,7 +259,7 @@ int eval_main(int argc, char **argv, const eval_hook *hook) {
             printf("Total Time: %.6f\n", t.total_s);
             printf("Correctness: %.4f Model: %s\n", acc, nc_model_name(m));
         }
-        if (hook) status = hook->done(hook->ctx, o);
+        if (hook) status = hook->done(hook->ctx, &t, o);
         if (o) print_json(o);
     }
     free(pred);

@@ -107,6 +107,8 @@ typedef struct nc_timing {
     int n_conv;
     double conv_s[NC_MAX_LAYERS];
     char conv_note[NC_MAX_LAYERS][48]; /* e.g. "fused tanh+maxpool", or "" */
+    int conv_version[NC_MAX_LAYERS];   /* cuda backend: the kernel version whose kernels ran each layer (a layer
+                                          that --conv-kernel's version leaves to another, that one's); else 0 */
     double total_s;                    /* the whole run, images in to predictions out */
 } nc_timing;
 

@@ -50,6 +50,8 @@ typedef struct {
     int fused[NC_MAX_LAYERS];            /* per conv layer: how many layers after it its kernel does (0..2) */
     nc_conv_epilogue epi[NC_MAX_LAYERS]; /* what they are */
     char note[NC_MAX_LAYERS][48];        /* Op Time's note of each conv layer, in conv order */
+    int ran[NC_MAX_LAYERS];              /* the version whose kernels run each conv layer, in conv order: version[li],
+                                            or 6 where a tensor-core version leaves the layer to version 6 */
     nc_conv_lut lut;                     /* the model's pixel scaling, for a first layer reading uint8 */
     void *dense_w[NC_MAX_LAYERS];        /* per dense layer, its weights prepared for the tensor cores, or NULL */
 } cuda_plan;
@@ -88,18 +90,25 @@ static void cuda_plan_fusion(cuda_plan *p) {
                 p->version[li] = 14;
         }
         const int v = p->version[li];
+        const nc_layer *l = &m->layers[li];
+        int *ran = &p->ran[conv];
         char *note = p->note[conv++];
         char tuned[16] = "";
+        *ran = v;
         if (p->autotuned) snprintf(tuned, sizeof tuned, "auto v%d", v);
         snprintf(note, sizeof p->note[0], "%s%s", nc_cuda_conv_version_note(v), tuned);
         if (!version_fuses(v)) continue;
         nc_conv_epilogue e;
         p->fused[li] = fusable_epilogue(m, li, &e);
-        if (!p->fused[li]) continue;
+        if (!p->fused[li]) {
+            const nc_conv_epilogue none = {-1, -1, 1, 1};
+            if (version_is_tc(v) && !nc_conv_tc_takes(v, l->in.c, l->in.h, l->in.w, l->m, l->k, &none, 0)) *ran = 6;
+            continue;
+        }
         p->epi[li] = e;
-        const nc_layer *l = &m->layers[li];
         const int tc = version_is_tc(v) &&
                        nc_conv_tc_takes(v, l->in.c, l->in.h, l->in.w, l->m, l->k, &e, li == 0); /* else version 6 */
+        if (version_is_tc(v) && !tc) *ran = 6;
         snprintf(note, sizeof p->note[0], "fused %s%s%s%s%s%s%s",
                  e.act >= 0 ? nc_layer_kind_name((nc_layer_kind)e.act) : "", e.act >= 0 && e.pool >= 0 ? "+" : "",
                  e.pool >= 0 ? nc_layer_kind_name((nc_layer_kind)e.pool) : "", tc ? ", " : "",
@@ -296,6 +305,7 @@ static int cuda_run(void *plan, const uint8_t *images, int n, int h, int w, int 
     for (int i = 0; i < p->g.n_conv; i++) {
         strncpy(t->conv_note[i], p->note[i], sizeof t->conv_note[i] - 1);
         t->conv_note[i][sizeof t->conv_note[i] - 1] = '\0';
+        t->conv_version[i] = p->ran[i];
     }
     return nc_gpu_run(&p->g, cuda_forward, p, images, n, h, w, pred, logits, t, err);
 }

@@ -145,6 +145,39 @@ extern "C" const char *nc_cuda_conv_version_name(int version) {
     return version >= 1 && version <= N_VERSIONS ? versions[version - 1].name : NULL;
 }
 
+/* The versions whose launches run a kernel of each name (conv_ladder.h's families): 5, 6, 13 and 14 share
+ * conv_direct.cu's and conv_directc.cu's kernels. The tensor-core versions leave the layers they do not take to
+ * version 6's kernels, and the cuda backend says so (nc_timing's conv_version is 6 there). */
+#define V(v) (1u << (v))
+static const struct {
+    const char *name;
+    unsigned versions;
+} kernel_families[] = {
+    {"conv_forward_kernel1", V(1)},
+    {"conv_tiled_kernel", V(2)},
+    {"conv_unroll_kernel", V(3)},
+    {"conv_gemm3_kernel", V(3)},
+    {"conv_igemm_kernel", V(4)},
+    {"conv_direct_kernel", V(5) | V(6) | V(13) | V(14)},
+    {"conv_directc_kernel", V(5) | V(6) | V(13) | V(14)},
+    {"conv_tc_kernel", V(7) | V(8) | V(9) | V(10)},
+    {"conv_tcc_kernel", V(7) | V(8) | V(9) | V(10)},
+    {"conv_splitc_kernel", V(11) | V(12)},
+    {"conv_wino_kernel", V(15)},
+    {"conv_wino_rows_kernel", V(15)},
+    {"conv_wino_rows7_kernel", V(15)},
+};
+#undef V
+
+extern "C" unsigned nc_cuda_conv_kernel_versions(const char *name) {
+    if (!strncmp(name, "void ", 5)) name += 5;
+    const size_t len = strcspn(name, "<(");
+    for (size_t i = 0; i < sizeof kernel_families / sizeof kernel_families[0]; i++)
+        if (strlen(kernel_families[i].name) == len && !strncmp(name, kernel_families[i].name, len))
+            return kernel_families[i].versions;
+    return 0;
+}
+
 extern "C" const char *nc_cuda_conv_version_note(int version) {
     return version >= 1 && version <= N_VERSIONS ? versions[version - 1].note : "";
 }

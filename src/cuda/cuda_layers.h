@@ -31,6 +31,9 @@ int nc_cuda_conv_num_versions(void);
 const char *nc_cuda_kernels_id(void);
 /* A version's short name ("naive"), or NULL if there is no such version. */
 const char *nc_cuda_conv_version_name(int version);
+/* The versions whose launches may run a kernel of this name (as CUDA's profilers give it, demangled: "void
+ * conv_direct_kernel<...>(...)"), as a mask of bits 1 << version; 0 for a kernel that is none of the ladder's. */
+unsigned nc_cuda_conv_kernel_versions(const char *name);
 /* What Op Time's line says of a version ("fused tanh+maxpool" for one that
  * fuses them; "" for a convolution alone). */
 const char *nc_cuda_conv_version_note(int version);

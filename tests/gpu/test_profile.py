@@ -4,11 +4,14 @@ The seeded 2017 model (one convolution layer) on the first 1000 test images in
 chunks of 250. With --conv-kernel 1 (the naive kernel, one launch per chunk)
 conv_forward_kernel1 must be listed once, demangled, tagged "[v1 naive]", with
 one call per chunk and one for the load-time warm-up; with the default version, on a cold cache (a folder of the
-test's own), its kernels (conv_*) must be tagged with it and called a whole number of times per chunk: the tuner's
-timing runs of every version stay out of the profile, and the choice is cached. Their total time
+test's own), its kernels (conv_*) must be tagged with the version eval says it chose ("auto vN", op_versions) and
+called a whole number of times per chunk: the tuner's timing runs of every version stay out of the profile, and the
+choice is cached. Their total time
 must agree with eval's Op Time (CUDA events around the same launches) within
 MARGIN_REL of it plus MARGIN_ABS_S per launch. Each table's percentages must
-add up to 100; --top, --csv and the text layout are checked too. On the cudnn
+add up to 100; --top, --csv and the text layout are checked too. A seeded model of two convolutions (2019 spring's
+architecture): each kernel is tagged with the version its layer ran on, on the default (whatever the tuner picks a
+layer), on version 14 for both, and on version 8, which leaves the second layer to version 6. On the cudnn
 backend, cuDNN's own kernels must be listed by readable names. Skips (77) where
 nanoconv has no cuda backend or the machine has no GPU.
 """
@@ -74,14 +77,19 @@ def check_conv(tag, j, version):
     rows = prof["gpu_activities"]["rows"]
     kernels = [r for r in rows if r["type"] == "kernel"]
     chk.check(not [r for r in kernels if r["name"].startswith("_Z")], f"{tag}: mangled kernel names in {kernels}")
-    conv = [r for r in kernels if "conv_version" in r]
-    untagged = [r["name"] for r in kernels if "conv_version" not in r and r["short_name"].startswith("conv_")]
+    conv = [r for r in kernels if "conv_versions" in r]
+    untagged = [r["name"] for r in kernels if "conv_versions" not in r and r["short_name"].startswith("conv_")]
     chk.check(conv and not untagged, f"{tag}: convolution kernels {conv}, untagged {untagged}")
     if not conv:
         return
-    versions = {r["conv_version"] for r in conv}
-    chk.check(len(versions) == 1 and (not version or versions == {version}),
-              f"{tag}: versions {versions} listed, {version or 'the default'} asked for")
+    # The version eval says the layer ran on, in op_versions and (the default) in Op Time's note.
+    ran = j.get("op_versions", [0])[0]
+    auto = re.search(r"auto v(\d+)", j["op_notes"][0])
+    chk.check(ran == (version or (int(auto.group(1)) if auto else -1)),
+              f"{tag}: op_versions {j.get('op_versions')}, note {j['op_notes'][0]!r}")
+    versions = {v for r in conv for v in r["conv_versions"]}
+    chk.check(versions == {ran} and all(r.get("conv_version") == ran for r in conv),
+              f"{tag}: versions {versions} listed, v{ran} ran")
     if version == 1:
         chk.check(len(conv) == 1 and conv[0]["short_name"] == "conv_forward_kernel1"
                   and conv[0]["conv_version_name"] == "naive", f"{tag}: {conv}")
@@ -129,6 +137,40 @@ with tempfile.TemporaryDirectory() as tmp:
             kernels = [r["short_name"] for r in j["profile"]["gpu_activities"]["rows"] if r["type"] == "kernel"]
             chk.check("conv_forward_kernel1" not in kernels, f"{tag}: the tuner's runs in the profile: {kernels}")
             chk.check(os.path.exists(os.path.join(cache, "conv-kernels.json")), f"{tag}: no cache written in {cache}")
+
+    # 1b. Two convolutions: each kernel tagged with the version of the layer that ran it.
+    model2 = os.path.join(tmp, "m2.safetensors")
+    ncpy.run(["init", "--name", "fashion-2019-spring-seeded", "--input", "1x48x48 raw", "--layers",
+              "conv 6 5; tanh; maxpool 2 2; conv 16 5; flatten; dense 140 bias; tanh; dense 10 bias; softmax",
+              "--seed", "2019", "-o", model2])
+    for version in (0, 14, 8):
+        tag = f"two layers, --conv-kernel {version}"
+        j = json.loads(profile(["--model", model2, "-n", str(N), "--chunk", str(CHUNK), "--conv-kernel", str(version),
+                                "--json"]).stdout)
+        ran = j.get("op_versions", [])
+        chk.check(len(ran) == 2 and (not version or ran[0] == version), f"{tag}: op_versions {ran}")
+        if version == 8:  # 3xtf32 leaves layers of several channels to version 6 (conv_tc.cu, nc_conv_tc_takes)
+            chk.check(ran == [8, 6], f"{tag}: op_versions {ran}, not [8, 6]")
+            direct = [r for r in j["profile"]["gpu_activities"]["rows"] if r["short_name"].startswith("conv_direct")]
+            chk.check(direct and all(r.get("conv_versions") == [6] for r in direct),
+                      f"{tag}: version 6's kernels {direct}")
+        if version == 0:
+            chk.check([int(x) for x in re.findall(r"auto v(\d+)", " ".join(j["op_notes"]))] == ran,
+                      f"{tag}: notes {j['op_notes']}, op_versions {ran}")
+        kernels = [r for r in j["profile"]["gpu_activities"]["rows"] if r["type"] == "kernel"]
+        conv = [r for r in kernels if r["short_name"].startswith("conv_")]
+        chk.check(conv and all(r.get("conv_versions") and set(r["conv_versions"]) <= set(ran) for r in conv),
+                  f"{tag}: kernels {[(r['short_name'], r.get('conv_versions')) for r in conv]}, layers ran {ran}")
+        tagged = {v for r in conv for v in r.get("conv_versions", [])}
+        chk.check(tagged == set(ran), f"{tag}: tags {tagged}, layers ran {ran}")
+        for r in conv:  # the family's own versions: the tc kernels are 7..10's, the winograd ones 15's
+            fam = ({7, 8, 9, 10} if r["short_name"].startswith("conv_tc") else
+                   {15} if r["short_name"].startswith("conv_wino") else None)
+            chk.check(fam is None or set(r.get("conv_versions", [])) <= fam, f"{tag}: {r['short_name']} tagged "
+                      f"{r.get('conv_versions')}")
+            multi = len(r.get("conv_versions", [])) > 1
+            chk.check(multi == ("conv_version" not in r), f"{tag}: {r['short_name']}: {r}")
+        print(f"{tag}: layers on {ran}:", ", ".join(f"{r['short_name']} {r.get('conv_versions')}" for r in conv))
 
     # 2. The text layout, with --top 3: eval's lines, then the tables, then the summary; the backend defaults to cuda.
     out = profile(base + ["--conv-kernel", "1", "--top", "3"]).stdout.splitlines()
