@@ -155,25 +155,27 @@ __global__ void __launch_bounds__(64 * MG, MINB)
             float g[25];
 #pragma unroll
             for (int i = 0; i < 25; i++) g[i] = k[(size_t)mc * 25 + i];
-            double t[8][5];
-#pragma unroll
-            for (int a = 0; a < 8; a++)
+            /* A row of G g at a time, not unrolled: 5 doubles live, not G g's 40, which set the six-channel kernels'
+             * register count (149 on 2019 spring's fused layer, three blocks an SM; now 123, four; 0.314 -> 0.288 ms
+             * on the H100, 2026-11-27). G's rows by a run-time index: the prologue runs once a block. */
+#pragma unroll 1
+            for (int a = 0; a < 8; a++) {
+                double t[5];
 #pragma unroll
                 for (int l = 0; l < 5; l++) {
                     double s = 0.0;
 #pragma unroll
                     for (int p = 0; p < 5; p++) s += wino_G[a][p] * (double)g[p * 5 + l];
-                    t[a][l] = s;
+                    t[l] = s;
                 }
-#pragma unroll
-            for (int a = 0; a < 8; a++)
 #pragma unroll
                 for (int b = 0; b < 8; b++) {
                     double s = 0.0;
 #pragma unroll
-                    for (int l = 0; l < 5; l++) s += t[a][l] * wino_G[b][l];
+                    for (int l = 0; l < 5; l++) s += t[l] * wino_G[b][l];
                     Us[(a * 8 + b) * M * C + mc] = (float)s;
                 }
+            }
         }
         __syncthreads();
 #pragma unroll
@@ -182,21 +184,43 @@ __global__ void __launch_bounds__(64 * MG, MINB)
             for (int c = 0; c < C; c++) u[j][c] = Us[(xi * M + mg * MPT + j) * C + c];
         __syncthreads();
     }
-    /* The input rows 4 ti .. 4 ti + 7 of every channel of item `it`, columns 0..JN-1, zeros outside the image: a warp
-     * a (channel, row) plane at a time, a lane a column. */
+    /* The input rows 4 ti .. 4 ti + 7 of every channel of item `it`, columns 0..JN-1, zeros outside the image. Where
+     * W is even and x 8-byte aligned (then every pair of columns is), a thread a pair of columns of a (channel, row)
+     * plane at a time; where W is odd, a column at a time; else (x misaligned) a warp a plane, a lane a column. On
+     * the H100 (2026-11-27, docs/PERFORMANCE-LOG.md) the pairs took 2019 spring's fused layer from 0.287 to 0.258 ms
+     * and the single columns 2019 fall's from 1.170 to 1.114; a warp a plane, as every layer had it, leaves lanes
+     * idle (JN is 24 to 36). */
+    const bool pairs = W % 2 == 0 && ((uintptr_t)x & 7) == 0;
     auto stage = [&](int it) {
         if (it < items) {
-            const int n = it / TH, ti = it % TH, lane = tid & 31;
+            const int n = it / TH, ti = it % TH;
             const float *xn = x + (size_t)n * C * H * W; /* an image's offsets fit an int: C H W is a kernel's */
+            if (pairs) {
 #pragma unroll 2
-            for (int pl = tid >> 5; pl < C * 8; pl += NT / 32) {
-                const int row = 4 * ti + (pl & 7), off = ((pl >> 3) * H + row) * W;
+                for (int q = tid; q < C * 8 * JN / 2; q += NT) {
+                    const int j = 2 * (q % (JN / 2)), pl = q / (JN / 2), row = 4 * ti + (pl & 7);
+                    const bool in = row < H && j < W; /* j + 1 < W too */
+                    nc_cp_async8(Xs + pl * JN + j, xn + (in ? ((pl >> 3) * H + row) * W + j : 0), in ? 8 : 0);
+                }
+            } else if constexpr (W % 2 == 1) {
+#pragma unroll 4
+                for (int q = tid; q < C * 8 * JN; q += NT) {
+                    const int j = q % JN, pl = q / JN, row = 4 * ti + (pl & 7);
+                    const bool in = row < H && j < W;
+                    nc_cp_async4(Xs + pl * JN + j, xn + (in ? ((pl >> 3) * H + row) * W + j : 0), in ? 4 : 0);
+                }
+            } else {
+                const int lane = tid & 31;
+#pragma unroll 2
+                for (int pl = tid >> 5; pl < C * 8; pl += NT / 32) {
+                    const int row = 4 * ti + (pl & 7), off = ((pl >> 3) * H + row) * W;
 #pragma unroll
-                for (int jj = 0; jj < (JN + 31) / 32; jj++) { /* JN is 24 to 36 */
-                    const int j = lane + 32 * jj;
-                    if (JN % 32 == 0 || j < JN) {
-                        const bool in = row < H && j < W;
-                        nc_cp_async4(Xs + pl * JN + j, xn + (in ? off + j : 0), in ? 4 : 0);
+                    for (int jj = 0; jj < (JN + 31) / 32; jj++) {
+                        const int j = lane + 32 * jj;
+                        if (JN % 32 == 0 || j < JN) {
+                            const bool in = row < H && j < W;
+                            nc_cp_async4(Xs + pl * JN + j, xn + (in ? off + j : 0), in ? 4 : 0);
+                        }
                     }
                 }
             }
