@@ -1,8 +1,8 @@
 /*
  * Version 15, winograd: Winograd's minimal filtering in fp32, a kernel a layer shape: F(4 x 4, 5 x 5) for the zoo's
  * K = 5 second layers, alone or fused with bias, activation and 2/2 pooling; F(4, 5) along the rows for 2017's first
- * layer (below, "first layers, along rows"); and F(2, 7) along the rows for the K = 7 second layers, fused (below,
- * "K = 7 second layers, along rows").
+ * layer and F(4, 7) for 2018 fall's, fused as its network runs it (below, "first layers, along rows"); and F(4, 7)
+ * along the rows for the K = 7 second layers, fused (below, "K = 7 second layers, along rows").
  *
  * A 4 x 4 tile of outputs of one output channel is A^T [sum over c of (G g_c G^T) . (B^T d_c B)] A, where d_c is the
  * tile's 8 x 8 input patch of channel c and g_c the 5 x 5 weights: 64 multiply-adds a tile, input channel and output
@@ -31,9 +31,9 @@
  * 2.644 -> 1.166 ms, alone 3.290 -> 1.755; 2019 spring's fused 0.385 -> 0.310, alone 0.402 -> 0.368; 2018 spring's
  * (alone, as its network runs it) 0.887 -> 0.661.
  *
- * It takes only the layers it has a kernel for (wino_for): 12 x 33 x 33 -> 24 (2019 fall) and 6 x 22 x 22 -> 16
- * (2019 spring), alone or pooled 2/2, and 6 x 30 x 30 -> 16 alone (2018 spring); else NC_ERR_ARG, and the backend
- * runs version 14 there.
+ * It takes only the layers it has a kernel for (wino_for, wrow_for): 12 x 33 x 33 -> 24 (2019 fall) and 6 x 22 x 22 ->
+ * 16 (2019 spring), alone or pooled 2/2, and 6 x 30 x 30 -> 16 alone (2018 spring); the K = 7 second layers pooled;
+ * the two first layers above; else NC_ERR_ARG, and the backend runs version 14 there.
  *
  *   nanoconv eval --model fashion-2019-fall --backend cuda --conv-kernel 15
  *   nanoconv bench --backend cuda --shape 12x33x33:24x5+tanh+maxpool2 --versions 14,15
@@ -75,6 +75,39 @@ __device__ __forceinline__ void wino_at(const float (&m)[8], float (&o)[4]) {
     o[1] = fmaf(0.5f, f, fmaf(2.0f, d, b));
     o[2] = fmaf(0.25f, e, fmaf(4.0f, c, a));
     o[3] = fmaf(0.125f, f, fmaf(8.0f, d, b)) + m[7];
+}
+
+/* F(4, 7)'s, from the points 0, 1, -1, 3, -3, 1/3, -1/3, 4/3, -4/3 and infinity (their rounding measured the least of
+ * 165 sets of ten in a simulation of 2018 fall's and 2020's layers; docs/PERFORMANCE-LOG.md, 2026-11-27). B^T's rows
+ * and A^T's columns are scaled to integers (exact in fp32), their scales taken into N: row xi of G is N a^j. */
+__constant__ double wr10_N[10] = {1.0 / 144,   1.0 / 896,   1.0 / 896,    1.0 / 748800, 1.0 / 748800,
+                                  -3.0 / 6400, -3.0 / 6400, -3.0 / 72800, -3.0 / 72800, 1.0 / 81};
+__constant__ double wr10_a[10] = {0.0, 1.0, -1.0, 3.0, -3.0, 1.0 / 3, -1.0 / 3, 4.0 / 3, -4.0 / 3, 0.0};
+
+/* v = B^T d for F(4, 7): the rows of a point pair +a, -a share their even terms E and negate their odd terms O. */
+__device__ __forceinline__ void wr10_bt(const float (&d)[10], float (&v)[10]) {
+    v[0] = fmaf(81.0f, d[8], fmaf(-963.0f, d[6], fmaf(2275.0f, d[4], fmaf(-1537.0f, d[2], 144.0f * d[0]))));
+    v[9] = fmaf(81.0f, d[9], fmaf(-963.0f, d[7], fmaf(2275.0f, d[5], fmaf(-1537.0f, d[3], 144.0f * d[1]))));
+    /* Point pair p (1, 3, 1/3, 4/3): E = e0 d2 + e1 d4 + e2 d6 + e3 d8, O = o0 d1 + o1 d3 + o2 d5 + o3 d7. */
+    auto pair = [&](int p, float e0, float e1, float e2, float e3, float o0, float o1, float o2, float o3) {
+        const float E = fmaf(e3, d[8], fmaf(e2, d[6], fmaf(e1, d[4], e0 * d[2])));
+        const float O = fmaf(o3, d[7], fmaf(o2, d[5], fmaf(o1, d[3], o0 * d[1])));
+        v[2 * p + 1] = E + O, v[2 * p + 2] = E - O;
+    };
+    pair(0, -144, 1393, -882, 81, -144, 1393, -882, 81);
+    pair(1, -16, 169, -234, 81, -48, 507, -702, 243);
+    pair(2, -432, 723, -318, 27, -144, 241, -106, 9);
+    pair(3, -27, 273, -273, 27, -36, 364, -364, 36);
+}
+
+/* Outputs 0 to 3 of A^T m, F(4, 7)'s output transform. */
+__device__ __forceinline__ void wr10_at(const float (&m)[10], float &o0, float &o1, float &o2, float &o3) {
+    const float s1 = m[1] + m[2], d1 = m[1] - m[2], s3 = m[3] + m[4], d3 = m[3] - m[4];
+    const float s5 = m[5] + m[6], d5 = m[5] - m[6], s7 = m[7] + m[8], d7 = m[7] - m[8];
+    o0 = fmaf(27.0f, s5 + s7, m[0] + s1 + s3);
+    o1 = fmaf(36.0f, d7, fmaf(9.0f, d5, fmaf(3.0f, d3, d1)));
+    o2 = fmaf(48.0f, s7, fmaf(3.0f, s5, fmaf(9.0f, s3, s1)));
+    o3 = fmaf(64.0f, d7, fmaf(27.0f, d3, d1) + d5) + m[9];
 }
 
 /* A layer's outputs that count, and its tiles: TH rows of TW tiles of 4 x 4 (P = 1: no pooling; 2: 2/2). */
@@ -155,9 +188,10 @@ __global__ void __launch_bounds__(64 * MG, MINB)
             float g[25];
 #pragma unroll
             for (int i = 0; i < 25; i++) g[i] = k[(size_t)mc * 25 + i];
-            /* A row of G g at a time, not unrolled: 5 doubles live, not G g's 40, which set the six-channel kernels'
-             * register count (149 on 2019 spring's fused layer, three blocks an SM; now 123, four; 0.314 -> 0.288 ms
-             * on the H100, 2026-11-27). G's rows by a run-time index: the prologue runs once a block. */
+                /* A row of G g at a time, not unrolled: 5 doubles live, not G g's 40, which set the six-channel
+                 * kernels' register count (149 on 2019 spring's fused layer, three blocks an SM; now 123, four; 0.314
+                 * -> 0.288 ms on the H100, 2026-11-27). G's rows by a run-time index: the prologue runs once a block.
+                 */
 #pragma unroll 1
             for (int a = 0; a < 8; a++) {
                 double t[5];
@@ -376,59 +410,91 @@ __global__ void __launch_bounds__(64 * MG, MINB)
 
 /*
  * A first layer (C = 1) has no input channels to share a 2-D tile's output transform among, so there version 15
- * applies F(4, 5) along the rows only, the kernel's five rows taking the part of the input channels: outputs
- * 4 p .. 4 p + 3 of row y and channel m are A^T [sum over kh of (G g_m,kh) . (B^T x[y + kh][4 p .. 4 p + 7])], 8
- * multiply-adds a kernel row and window where the direct sum does 20, and one output transform (16 operations) for
- * the five. The same points, B^T, A^T and G as the 2-D kernels.
+ * applies F(4, 5) or F(4, 7) along the rows only, the kernel's K rows taking the part of the input channels: outputs
+ * 4 p .. 4 p + 3 of row y and channel m are A^T [sum over kh of (G g_m,kh) . (B^T x[y + kh][4 p .. 4 p + K + 2])],
+ * K + 3 multiply-adds a kernel row and window where the direct sum does 4 K, and one output transform for the K.
+ * K = 5 has the 2-D kernels' points, B^T, A^T and G; K = 7 those of the K = 7 second layers (below).
  *
  * A block takes images in turn. Their pixels (uint8, turned into floats through the lut) or floats are copied by
  * cp.async, 16 bytes a copy (by plain loads where the input is not 16-byte aligned), while the block computes the
  * image before. V = B^T of every window of every input row goes to shared memory, a window a thread. Then a thread
  * takes one output channel m and one window column p: it keeps U = G g for its channel (5 x 8 floats, in double
- * rounded once) in registers for the block's life, and walks down the rows two at a time, 6 rows of V (two 16-byte
- * loads each) for 80 multiply-adds, A^T, the epilogue and one store. A thread's window is its number mod the row's
- * windows (6 on 2017's layer), so that a warp's loads of V touch few windows and are broadcast to its channels. Two
- * barriers an image.
+ * rounded once; K = 7: 7 x 10) in registers for the block's life, and walks down the rows two at a time, K + 1 rows
+ * of V (two 16-byte loads each; K = 7: and an 8-byte one) for 2 K (K + 3) multiply-adds, A^T, the epilogue and the
+ * stores. A warp's loads of V touch few windows and are broadcast to its channels: a thread's window is its number
+ * mod the row's windows (6 on 2017's layer), or, where a row has many (17 on 2018 fall's), its number over the
+ * channels. A row of windows may overhang the outputs that count (2018 fall's 66 columns: 16 windows and a half),
+ * the input past the image read as zeros. Two barriers an image.
  *
  * Measured against version 14 in one call (a prototype of this kernel; H100, N = 10000, 2026-11-26 19:30,
  * docs/PERFORMANCE-LOG.md): 2017's first layer fused with tanh and 2/2 max pooling on uint8 pixels 0.308 ms against
- * 0.456. F(2, 7) on 2018 fall's first layer (alone, 1 x 72 x 72 -> 12, K = 7) was not faster than version 14 (1.26
- * against 1.28 ms at best, in 17 variants of two designs) and has no kernel.
+ * 0.456. 2018 fall's first layer (1 x 72 x 72 -> 12, K = 7) fused with tanh and 2/2 max pooling on uint8 pixels
+ * (2026-11-27 21:58): 1.087 ms against version 6's 1.382 and version 14's 1.455, at 206 registers, one block of
+ * 224 threads an SM (two blocks, held to 128 registers and spilling, 1.162). Alone, on floats, it took 1.429 against
+ * version 14's 1.288 (its 66 x 66 outputs an image stored as 8-byte words) and has no kernel alone; nor had F(2, 7)
+ * (1.26 against 1.28 at best, 17 variants of two designs, 2026-11-26).
  */
-template <int M, int H, int W> struct wrow_geom {
-    static constexpr int Ho = H - 4, Wo = W - 4, NP = Wo / 4; /* windows of four outputs a row */
-    static constexpr int NT = (M * NP + 31) / 32 * 32;
+/* Outputs c and c + 1 of a row of Yw (y: the row's output c): those that count (c < Yw), as one 8-byte store where
+ * both do and Yw and c are even (the row's start 8-byte aligned), else a float at a time. */
+template <int Yw> __device__ __forceinline__ void wrow_store_pair(float *y, int c, float v0, float v1) {
+    if (Yw % 2 == 0 && c + 1 < Yw) {
+        *(float2 *)y = make_float2(v0, v1);
+    } else {
+        if (c < Yw) y[0] = v0;
+        if (c + 1 < Yw) y[1] = v1;
+    }
+}
+
+template <int M, int H, int W, int K> struct wrow_geom {
+    static constexpr int Ho = H - K + 1, Wo = W - K + 1, NP = (Wo + 3) / 4;  /* windows of four outputs a row */
+    static constexpr int NPT = K + 3, VQ = (NPT + 3) / 4;                    /* points; V's float4s a window */
+    static constexpr int NT = (M * NP + 31) / 32 * 32, VF = H * VQ * NP * 4; /* threads; V's floats */
 };
 
-template <int M, int H, int W, int P, int EPI, bool U8, int MINB>
-__global__ void __launch_bounds__(wrow_geom<M, H, W>::NT, MINB)
+template <int M, int H, int W, int K, int P, int EPI, bool U8, int MINB>
+__global__ void __launch_bounds__(wrow_geom<M, H, W, K>::NT, MINB)
     conv_wino_rows_kernel(float *__restrict__ y, const float *__restrict__ x, const uint8_t *__restrict__ xu,
                           const nc_conv_lut lut, const float *__restrict__ k, const float *__restrict__ bias, int B,
                           int act_arg, int pool_arg, int aligned) {
-    using G = wrow_geom<M, H, W>;
+    using G = wrow_geom<M, H, W, K>;
     constexpr int NP = G::NP, NT = G::NT, Ho = G::Ho, Wo = G::Wo, Yh = P == 2 ? Ho / 2 : Ho, Yw = P == 2 ? Wo / 2 : Wo;
-    constexpr int XB = H * W * (U8 ? 1 : 4), XF = XB / 4, VF = H * 2 * NP * 4; /* an image's bytes; floats */
-    static_assert(Wo % 4 == 0 && Ho % 2 == 0 && XB % 16 == 0, "rows of windows of four, pairs of rows, 16-byte copies");
+    constexpr int NPT = G::NPT, VQ = G::VQ;
+    constexpr int XB = H * W * (U8 ? 1 : 4), XF = XB / 4, VF = G::VF; /* an image's bytes; floats */
+    constexpr bool EDGE = 4 * NP + NPT - 4 > W;            /* the last window reads past the row: zeros there */
+    constexpr bool PART = 4 * NP > (P == 2 ? 2 * Yw : Wo); /* the last window's outputs past those that count */
+    static_assert(K == 5 || K == 7, "F(4, 5) or F(4, 7)");
+    static_assert(Ho % 2 == 0 && XB % 16 == 0, "pairs of rows, 16-byte copies");
     const int act = EPI == WINO_EPI_TANH_MAX ? NC_TANH : EPI == WINO_EPI_NONE ? -1 : act_arg;
     const int pool = EPI == WINO_EPI_TANH_MAX ? NC_MAXPOOL : EPI == WINO_EPI_NONE ? -1 : pool_arg;
     extern __shared__ float4 wino_smem[];
     float *X0 = (float *)wino_smem, *X1 = X0 + XF, *Vs = X1 + XF, *ls = Vs + VF;
     const int tid = threadIdx.x;
     const bool active = tid < M * NP;
-    const int m = active ? tid / NP : 0, p = active ? tid % NP : 0;
+    /* A thread's channel m and window p: p first (a warp's stores to a row run on), but m first where a row has many
+     * windows and the outputs are pooled (a warp's loads of V then touch few windows). */
+    constexpr bool MF = NP > 8 && P == 2;
+    const int m = active ? (MF ? tid % M : tid / NP) : 0, p = active ? (MF ? tid / M : tid % NP) : 0;
     if (U8)
         for (int i = tid; i < 256; i += NT) ls[i] = lut.v[i];
-    float u[5][8];
+    float u[K][NPT];
 #pragma unroll
-    for (int kh = 0; kh < 5; kh++) {
-        float g[5];
+    for (int kh = 0; kh < K; kh++) {
+        float g[K];
 #pragma unroll
-        for (int i = 0; i < 5; i++) g[i] = k[(m * 5 + kh) * 5 + i];
+        for (int i = 0; i < K; i++) g[i] = k[(m * K + kh) * K + i];
 #pragma unroll
-        for (int a = 0; a < 8; a++) {
+        for (int a = 0; a < NPT; a++) {
             double s = 0.0;
+            if constexpr (K == 5) {
 #pragma unroll
-            for (int i = 0; i < 5; i++) s += wino_G[a][i] * (double)g[i];
+                for (int i = 0; i < 5; i++) s += wino_G[a][i] * (double)g[i];
+            } else if (a == NPT - 1) {
+                s = wr10_N[a] * (double)g[6];
+            } else {
+                double q = wr10_N[a];
+#pragma unroll
+                for (int i = 0; i < 7; i++) s += q * (double)g[i], q *= wr10_a[a];
+            }
             u[kh][a] = (float)s;
         }
     }
@@ -455,44 +521,68 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W>::NT, MINB)
         asm volatile("cp.async.wait_group 0;" ::: "memory");
         __syncthreads(); /* this image staged; V free */
         stage(n + gridDim.x, buf ? X0 : X1);
-        /* V = B^T of every window: [row][half][window][4] */
+        /* V = B^T of every window: [row][quarter][window][4] */
         for (int q = tid; q < H * NP; q += NT) {
             const int r = q / NP, j = q % NP;
-            float d[8], v[8];
-            if (U8) {
-                const uint8_t *xr = (const uint8_t *)X + r * W + 4 * j;
+            float d[NPT], v[VQ * 4];
 #pragma unroll
-                for (int i = 0; i < 8; i++) d[i] = ls[xr[i]];
-            } else {
-#pragma unroll
-                for (int i = 0; i < 8; i++) d[i] = X[r * W + 4 * j + i];
+            for (int i = 0; i < NPT; i++) {
+                const int col = 4 * j + i;
+                if (EDGE && col >= W)
+                    d[i] = 0.0f;
+                else if (U8)
+                    d[i] = ls[((const uint8_t *)X)[r * W + col]];
+                else
+                    d[i] = X[r * W + col];
             }
-            wino_bt(d, v);
-            *(float4 *)&Vs[((2 * r) * NP + j) * 4] = make_float4(v[0], v[1], v[2], v[3]);
-            *(float4 *)&Vs[((2 * r + 1) * NP + j) * 4] = make_float4(v[4], v[5], v[6], v[7]);
+            if constexpr (K == 5)
+                wino_bt(d, reinterpret_cast<float(&)[8]>(v));
+            else
+                wr10_bt(d, reinterpret_cast<float(&)[10]>(v));
+#pragma unroll
+            for (int h = 0; h < VQ; h++)
+                if (h < NPT / 4)
+                    *(float4 *)&Vs[((VQ * r + h) * NP + j) * 4] =
+                        make_float4(v[4 * h], v[4 * h + 1], v[4 * h + 2], v[4 * h + 3]);
+                else
+                    *(float2 *)&Vs[((VQ * r + h) * NP + j) * 4] = make_float2(v[4 * h], v[4 * h + 1]);
         }
         __syncthreads(); /* V holds this image */
         if (!active) continue;
         float *yn = y + ((size_t)n * M + m) * Yh * Yw;
 #pragma unroll 1
         for (int y0 = 0; y0 < Ho; y0 += 2) {
-            float acc[2][8];
+            float acc[2][NPT];
 #pragma unroll
-            for (int i = 0; i < 6; i++) { /* input row y0 + i: kernel row i of output row y0, i - 1 of y0 + 1 */
-                const float4 a = *(const float4 *)&Vs[((2 * (y0 + i)) * NP + p) * 4];
-                const float4 b = *(const float4 *)&Vs[((2 * (y0 + i) + 1) * NP + p) * 4];
-                const float v[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+            for (int i = 0; i < K + 1; i++) { /* input row y0 + i: kernel row i of output row y0, i - 1 of y0 + 1 */
+                float v[VQ * 4];
+#pragma unroll
+                for (int h = 0; h < VQ; h++) {
+                    const float *vp = &Vs[((VQ * (y0 + i) + h) * NP + p) * 4];
+                    if (h < NPT / 4) {
+                        const float4 a = *(const float4 *)vp;
+                        v[4 * h] = a.x, v[4 * h + 1] = a.y, v[4 * h + 2] = a.z, v[4 * h + 3] = a.w;
+                    } else {
+                        const float2 a = *(const float2 *)vp;
+                        v[4 * h] = a.x, v[4 * h + 1] = a.y;
+                    }
+                }
 #pragma unroll
                 for (int j = 0; j < 2; j++) {
                     const int kh = i - j;
-                    if (kh < 0 || kh > 4) continue;
+                    if (kh < 0 || kh > K - 1) continue;
 #pragma unroll
-                    for (int e = 0; e < 8; e++) acc[j][e] = kh == 0 ? u[0][e] * v[e] : fmaf(u[kh][e], v[e], acc[j][e]);
+                    for (int e = 0; e < NPT; e++)
+                        acc[j][e] = kh == 0 ? u[0][e] * v[e] : fmaf(u[kh][e], v[e], acc[j][e]);
                 }
             }
             float o[2][4];
-            wino_at(acc[0], o[0]);
-            wino_at(acc[1], o[1]);
+#pragma unroll
+            for (int j = 0; j < 2; j++)
+                if constexpr (K == 5)
+                    wino_at(reinterpret_cast<float(&)[8]>(acc[j]), o[j]);
+                else
+                    wr10_at(reinterpret_cast<float(&)[10]>(acc[j]), o[j][0], o[j][1], o[j][2], o[j][3]);
             if (P == 2 && pool == NC_MAXPOOL) {
                 float v[2];
 #pragma unroll
@@ -501,7 +591,7 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W>::NT, MINB)
                     if (bias) v[w] += bm;
                 }
                 nc_act_n(act, v);
-                *(float2 *)&yn[(y0 / 2) * Yw + 2 * p] = make_float2(v[0], v[1]);
+                wrow_store_pair<Yw>(&yn[(y0 / 2) * Yw + 2 * p], PART ? 2 * p : 0, v[0], v[1]);
             } else {
 #pragma unroll
                 for (int i = 0; i < 2; i++)
@@ -514,11 +604,18 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W>::NT, MINB)
 #pragma unroll
                     for (int w = 0; w < 2; w++)
                         v[w] = (o[0][2 * w] + o[0][2 * w + 1] + o[1][2 * w] + o[1][2 * w + 1]) / 4.0f;
-                    *(float2 *)&yn[(y0 / 2) * Yw + 2 * p] = make_float2(v[0], v[1]);
+                    wrow_store_pair<Yw>(&yn[(y0 / 2) * Yw + 2 * p], PART ? 2 * p : 0, v[0], v[1]);
                 } else {
 #pragma unroll
-                    for (int i = 0; i < 2; i++)
-                        *(float4 *)&yn[(y0 + i) * Yw + 4 * p] = make_float4(o[i][0], o[i][1], o[i][2], o[i][3]);
+                    for (int i = 0; i < 2; i++) {
+                        float *yr = &yn[(y0 + i) * Yw + 4 * p];
+                        if (Yw % 4 == 0) {
+                            *(float4 *)yr = make_float4(o[i][0], o[i][1], o[i][2], o[i][3]);
+                        } else {
+                            wrow_store_pair<Yw>(yr, PART ? 4 * p : 0, o[i][0], o[i][1]);
+                            wrow_store_pair<Yw>(yr + 2, PART ? 4 * p + 2 : 0, o[i][2], o[i][3]);
+                        }
+                    }
                 }
             }
         }
@@ -529,58 +626,51 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W>::NT, MINB)
 /* -------------------------------------------------------------------------------- K = 7 second layers, along rows */
 
 /*
- * 2018 fall's and 2020's second layers have K = 7, where F(4 x 4, 7 x 7) would take ten points and F(2 x 2, 7 x 7)
- * was measured slower than version 14. Along the rows, F(2, 7) takes the same eight points as F(4, 5) (the same B^T):
- * outputs 2 w and 2 w + 1 of row y and channel m are A^T [sum over c and kh of (G7 g_m,c,kh) . (B^T x_c[y + kh][2 w
- * .. 2 w + 7])], 8 multiply-adds an input channel, kernel row and window where the direct sum does 14; the C K rows
- * share one output transform and each window's input transform serves the M output channels.
+ * 2018 fall's and 2020's second layers have K = 7, where F(4 x 4, 7 x 7) would take ten points in each direction
+ * (F(2 x 2, 7 x 7), eight, was measured slower than version 14). Along the rows, F(4, 7) takes ten points once:
+ * outputs 4 w .. 4 w + 3 of row y and channel m are A^T [sum over c and kh of (G g_m,c,kh) . (B^T x_c[y + kh][4 w
+ * .. 4 w + 9])], 10 multiply-adds an input channel, kernel row and window where the direct sum does 28; the C K rows
+ * share one output transform and each window's input transform serves the M output channels. Its rounding, in a
+ * simulation of the two layers, is about 5 and 7 times the direct fp32 sum's (mean error; F(2, 7), which this
+ * kernel ran until 2026-11-27, 2.3 and 3 times; docs/PERFORMANCE-LOG.md, 2026-11-27 21:20).
  *
  * A block takes items in turn, each an image's group of NW windows (all its rows):
- *   - the item's input columns (2 NW + 6, zeros past the image) of the rows that count are copied into shared memory
+ *   - the item's input columns (4 NW + 6, zeros past the image) of the rows that count are copied into shared memory
  *     by cp.async while the block computes the item before;
  *   - phase 1: B^T of every (window, channel, row), into V[window][row][xi][channel];
  *   - phase 2: a thread takes one point xi, one output channel m, WT windows and C / CS input channels (CS = 2: the
- *     two halves in lanes 8 apart, their sums added by a shuffle). It keeps U = G7 g for them (C / CS x 7 floats, in
+ *     two halves in adjacent lanes, their sums added by a shuffle). It keeps U = G g for them (C / CS x 7 floats, in
  *     double rounded once) in registers for the block's life, and walks down the rows a band of R output rows at a
  *     time: each input row's V (16- or 8-byte loads that a warp's output channels share) feeds the seven output rows
  *     it reaches, C / CS multiply-adds each and window; an output row done goes to P[window][m][row][xi];
- *   - phase 3: for each pooled output, A^T of its rows and windows, bias, activation (after the maximum under max
- *     pooling), pooling, the store; the next item's phase 1 in the same interval between barriers.
+ *   - phase 3: for each unit of a window's pooled outputs in a row (two under 2/2 pooling, one under 4/4), A^T of its
+ *     rows, bias, activation (after the maximum under max pooling), pooling, the stores; the next item's phase 1 in
+ *     the same interval between barriers.
  * Two barriers an item. The sums are in a fixed order: the same bits on every run.
  *
- * Measured against version 6 in one call (bench/ab/conv_one, H100, N = 10000, 2026-11-26 22:22,
- * docs/PERFORMANCE-LOG.md): 2018 fall's second layer fused with tanh and 2/2 max pooling 4.486 -> 3.340 ms, 2020's
- * with ReLU and 4/4 max pooling 1.440 -> 1.079. Splitting the channels between two lanes (CS = 2) let 2018 fall's
- * kernel hold 80 registers instead of 168, twice the warps: 4.07 -> 3.58 ms. Alone (a kernel a layer tried, no
- * pooling) it was no faster than version 14 on 2018 fall's layer (5.26 against 5.21 ms) and 2.4 times slower on
- * 2020's (4.57 against 1.91): a window's two outputs a row make scattered 4-byte stores. It has no kernel alone.
+ * Measured against F(2, 7) in one call (bench/ab/conv_one, H100, N = 10000, 2026-11-27 21:35,
+ * docs/PERFORMANCE-LOG.md): 2018 fall's second layer fused with tanh and 2/2 max pooling 3.330 -> 2.880 ms, 2020's
+ * with ReLU and 4/4 max pooling 1.075 -> 0.818 (version 6: 4.46 and 1.44). 2018 fall's kernel, 480 threads at two
+ * blocks an SM, is held to 64 registers and spills 148 bytes; one block an SM (128 registers) took 2.98 ms, blocks
+ * of a third of the channels (each computing the item's V) 3.44–3.75. Alone (no pooling) F(2, 7) was no faster than
+ * version 14 on 2018 fall's layer (5.26 against 5.21 ms) and 2.4 times slower on 2020's: there is no kernel alone.
  */
-
-/* G7 (8 x 7), F(2, 7)'s weight transform, as a point's normalisation N (wino_G's first column) and the point a:
- * row xi is N a^j, j = 0..6; infinity's row is (0, ..., 0, 1). */
-__constant__ double wr7_N[8] = {-1.0, -2.0 / 9, -2.0 / 9, 1.0 / 90, 1.0 / 90, 32.0 / 45, 32.0 / 45, 0.0};
-__constant__ double wr7_a[8] = {0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5, 0.0};
-
-/* Outputs 0 and 1 of A^T m, F(2, 7)'s output transform (the zeroth and first powers of the points). */
-__device__ __forceinline__ void wr7_at(const float (&m)[8], float &o0, float &o1) {
-    const float a = m[1] + m[2], b = m[1] - m[2], c = m[3] + m[4], d = m[3] - m[4], e = m[5] + m[6], f = m[5] - m[6];
-    o0 = m[0] + a + c + e;
-    o1 = fmaf(0.5f, f, fmaf(2.0f, d, b)) + m[7];
-}
 
 /* A layer's outputs that count (P = 2 or 4: pooled P/P), its items, its threads and its shared memory (floats). */
 template <int C, int M, int H, int W, int P, int NW, int WT, int CS> struct wr7_geom {
+    static constexpr int OW = 4, NP = 10, RS = 12; /* a window's outputs; its points; P's row stride (16-byte loads) */
     static constexpr int Ho = H - 6, Wo = W - 6, Yh = Ho / P, Yw = Wo / P;
-    static constexpr int ROWS = P * Yh, COLS = P * Yw;                         /* outputs that count */
-    static constexpr int NWIN = (COLS + 1) / 2, GROUPS = (NWIN + NW - 1) / NW; /* windows of two; items an image */
-    static constexpr int RIN = ROWS + 6, XC = 2 * NW + 6;                      /* input rows and columns an item */
+    static constexpr int ROWS = P * Yh, COLS = P * Yw;                               /* outputs that count */
+    static constexpr int NWIN = (COLS + OW - 1) / OW, GROUPS = (NWIN + NW - 1) / NW; /* windows of OW; items an image */
+    static constexpr int RIN = ROWS + 6, XC = OW * NW + 6;        /* input rows and columns an item */
     static constexpr int XCS = W % 2 ? (RIN * XC) | 1 : RIN * XC; /* X: [c][row][XC]; odd, or even for 8-byte copies */
     static constexpr int CC = C / CS;                             /* input channels a thread */
-    static constexpr int VRS = 8 * C + 4;                         /* V: [w][row][xi][c], a row's stride 4 mod 8 */
-    static constexpr int PS = ROWS * 8 + 4; /* P: [w][m][row][xi]; 4 mod 8, so that phase 3's loads spread */
-    static constexpr int NT = 8 * CS * M * (NW / WT);
+    static constexpr int VRS = NP * C + 4;                        /* V: [w][row][xi][c] */
+    static constexpr int PS = ROWS * RS + 4; /* P: [w][m][row][xi]; 4 mod 8, so that phase 3's loads spread */
+    static constexpr int NT = NP * CS * M * (NW / WT);
     static constexpr int X_F = (C * XCS + 3) / 4 * 4, V_F = NW * RIN * VRS, P_F = NW * M * PS;
     static constexpr size_t bytes = (size_t)(X_F + V_F + P_F) * sizeof(float);
+    static_assert(bytes <= 227 * 1024, "a block's shared memory");
 };
 
 template <int C, int M, int H, int W, int P, int EPI, int NW, int WT, int CS, int R, int MINB>
@@ -589,23 +679,27 @@ __global__ void __launch_bounds__(wr7_geom<C, M, H, W, P, NW, WT, CS>::NT, MINB)
                            const float *__restrict__ bias, int B, int act_arg, int pool_arg) {
     using G = wr7_geom<C, M, H, W, P, NW, WT, CS>;
     constexpr int NT = G::NT, RIN = G::RIN, XC = G::XC, XCS = G::XCS, PS = G::PS, ROWS = G::ROWS, VRS = G::VRS;
-    constexpr int CC = G::CC, GROUPS = G::GROUPS, Yh = G::Yh, Yw = G::Yw;
+    constexpr int CC = G::CC, GROUPS = G::GROUPS, Yh = G::Yh, Yw = G::Yw, NP = G::NP, RS = G::RS, OW = G::OW;
+    constexpr int PO = OW / P; /* a window's pooled outputs a row */
     static_assert(P == 2 || P == 4, "pooled layers only: alone, version 14 is faster");
-    static_assert(C % CS == 0 && CC % 2 == 0 && (M * CS) % 4 == 0, "V in 8- or 16-byte loads; whole warps");
-    static_assert(ROWS % R == 0 && NW % WT == 0 && (P != 4 || NW % 2 == 0), "bands; windows; 4/4: window pairs");
+    static_assert(C % CS == 0 && CC % 2 == 0 && NT % 32 == 0, "V in 8- or 16-byte loads; whole warps");
+    static_assert(CS == 1 || CS == 2, "a thread's channels: all, or a half (the other in a lane of its warp)");
+    static_assert(ROWS % R == 0 && NW % WT == 0, "bands; windows");
     static_assert(G::NWIN % WT <= 1, "a thread's windows past the row: all or all but one");
+    static_assert(NW == WT || (NP * CS * M) % 32 == 0, "a warp's threads take the same windows (its shuffles)");
     const int act = EPI == WINO_EPI_TANH_MAX ? NC_TANH : EPI == WINO_EPI_NONE ? -1 : act_arg;
     const int pool = EPI == WINO_EPI_TANH_MAX ? NC_MAXPOOL : EPI == WINO_EPI_NONE ? -1 : pool_arg;
     extern __shared__ float4 wino_smem[];
     float *Xs = (float *)wino_smem, *Vs = Xs + G::X_F, *Ps = Vs + G::V_F;
-    const int tid = threadIdx.x, xi = tid & 7, cs = (tid >> 3) % CS, m = (tid >> 3) / CS % M;
-    const int w1 = (tid >> 3) / (CS * M) * WT; /* the thread's first window in the item */
+    /* A thread's half cs (adjacent lanes), point xi and output channel m; w1, its first window in the item. */
+    const int tid = threadIdx.x, cs = tid % CS, xi = tid / CS % NP, m = tid / (NP * CS) % M;
+    const int w1 = tid / (NP * CS * M) * WT;
     const int items = B * GROUPS;
 
-    /* U = G7 g for this thread's point, channel and input channels: each a double sum rounded once. */
+    /* U = G g for this thread's point, channel and input channels: each a double sum rounded once. */
     float u[CC][7];
     {
-        const double n = wr7_N[xi], a = wr7_a[xi];
+        const double n = wr10_N[xi], a = wr10_a[xi];
 #pragma unroll
         for (int c = 0; c < CC; c++)
 #pragma unroll
@@ -614,7 +708,7 @@ __global__ void __launch_bounds__(wr7_geom<C, M, H, W, P, NW, WT, CS>::NT, MINB)
                 double s = 0.0, p = n;
 #pragma unroll
                 for (int j = 0; j < 7; j++) s += p * (double)g[j], p *= a;
-                u[c][kh] = xi == 7 ? g[6] : (float)s;
+                u[c][kh] = xi == NP - 1 ? (float)(n * (double)g[6]) : (float)s;
             }
     }
     /* Item it's input: C x RIN rows of XC columns from its first window's, zeros past the image; two columns a copy
@@ -622,7 +716,7 @@ __global__ void __launch_bounds__(wr7_geom<C, M, H, W, P, NW, WT, CS>::NT, MINB)
     const bool pairs = W % 2 == 0 && ((uintptr_t)x & 7) == 0;
     auto stage = [&](int it) {
         if (it < items) {
-            const int n = it / GROUPS, col0 = (it % GROUPS) * NW * 2;
+            const int n = it / GROUPS, col0 = (it % GROUPS) * NW * OW;
             const float *xn = x + (size_t)n * C * H * W; /* an image's offsets fit an int: C H W is a kernel's */
             if (pairs) {
 #pragma unroll 4
@@ -647,13 +741,13 @@ __global__ void __launch_bounds__(wr7_geom<C, M, H, W, P, NW, WT, CS>::NT, MINB)
 #pragma unroll 1
         for (int q = tid; q < NW * C * RIN; q += NT) {
             const int c = q % C, r = (q / C) % RIN, w = q / (C * RIN);
-            float d[8], v[8];
+            float d[NP], v[NP];
 #pragma unroll
-            for (int i = 0; i < 8; i++) d[i] = Xs[c * XCS + r * XC + 2 * w + i];
-            wino_bt(d, v);
+            for (int i = 0; i < NP; i++) d[i] = Xs[c * XCS + r * XC + OW * w + i];
+            wr10_bt(d, v);
             float *vo = Vs + (w * RIN + r) * VRS + c;
 #pragma unroll
-            for (int i = 0; i < 8; i++) vo[i * C] = v[i];
+            for (int i = 0; i < NP; i++) vo[i * C] = v[i];
         }
     };
     /* Phase 2: P[w][m][row][xi] = sum over input rows, then channels, of U[c][kh] V[w][row + kh][xi][c]; with CS = 2,
@@ -661,7 +755,7 @@ __global__ void __launch_bounds__(wr7_geom<C, M, H, W, P, NW, WT, CS>::NT, MINB)
      * of windows: no multiply-adds for the one past the row). */
     auto phase2 = [&](auto wt) {
         constexpr int T = decltype(wt)::value;
-        const float *vw = Vs + w1 * RIN * VRS + xi * C + cs * CC; /* a warp's 8 points (and 2 halves): distinct banks */
+        const float *vw = Vs + w1 * RIN * VRS + xi * C + cs * CC;
         float *pw = Ps + (w1 * M + m) * PS + xi;
 #pragma unroll 1
         for (int b = 0; b < ROWS / R; b++) {
@@ -697,56 +791,62 @@ __global__ void __launch_bounds__(wr7_geom<C, M, H, W, P, NW, WT, CS>::NT, MINB)
 #pragma unroll
                     for (int t = 0; t < T; t++) {
                         float s = acc[t][i - 6];
-                        if (CS == 2) s += __shfl_xor_sync(0xffffffffu, s, 8);
-                        if (CS == 1 || cs == 0) pw[t * M * PS + (b * R + i - 6) * 8] = s;
+                        if (CS == 2) s += __shfl_xor_sync(0xffffffffu, s, 1);
+                        if (CS == 1 || cs == 0) pw[t * M * PS + (b * R + i - 6) * RS] = s;
                     }
                 }
             }
         }
     };
-    /* Phase 3: A^T, the epilogue and the stores: a unit is a pooled output (its P rows of P / 2 windows), the channel
-     * first, so that a warp's loads of P spread over the banks. */
+    /* Phase 3: A^T, the epilogue and the stores: a unit is a window's PO pooled outputs of a row (its P rows), the
+     * channel first, so that a warp's loads of P spread over the banks. */
     auto phase3 = [&](int it) {
-        constexpr int PW = P / 2, RU = P, UR = Yh, UNITS = NW / PW * M * UR;
+        constexpr int UNITS = NW * M * Yh;
         const int n = it / GROUPS, w0 = (it % GROUPS) * NW;
 #pragma unroll 1
         for (int q = tid; q < UNITS; q += NT) {
-            const int mq = q % M, r = (q / M) % UR, wp = q / (UR * M);
-            if (2 * PW * (w0 / PW + wp) >= G::COLS) break; /* windows past the row (units go by window last) */
-            float o[RU][2 * PW];
+            const int mq = q % M, r = (q / M) % Yh, wp = q / (Yh * M);
+            const int col = OW * (w0 + wp); /* the window's first output column */
+            if (col >= G::COLS) break;      /* windows past the row (units go by window last) */
+            float o[P][OW];
 #pragma unroll
-            for (int i = 0; i < RU; i++)
-#pragma unroll
-                for (int dw = 0; dw < PW; dw++) {
-                    const float *pp = Ps + ((wp * PW + dw) * M + mq) * PS + (r * RU + i) * 8;
-                    const float4 a = *(const float4 *)pp, b = *(const float4 *)(pp + 4);
-                    const float t[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-                    wr7_at(t, o[i][2 * dw], o[i][2 * dw + 1]);
-                }
+            for (int i = 0; i < P; i++) {
+                const float *pp = Ps + (wp * M + mq) * PS + (r * P + i) * RS;
+                const float4 a = *(const float4 *)pp, b = *(const float4 *)(pp + 4);
+                const float2 c = *(const float2 *)(pp + 8);
+                const float t[NP] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w, c.x, c.y};
+                wr10_at(t, o[i][0], o[i][1], o[i][2], o[i][3]);
+            }
             const float bm = bias ? bias[mq] : 0.0f;
-            float *yn = y + ((size_t)n * M + mq) * Yh * Yw;
+            float *yr = y + (((size_t)n * M + mq) * Yh + r) * Yw + col / P;
             if (pool == NC_MAXPOOL) {
-                float v[1] = {o[0][0]};
 #pragma unroll
-                for (int i = 0; i < RU; i++)
+                for (int p = 0; p < PO; p++) {
+                    float v[1] = {o[0][p * P]};
 #pragma unroll
-                    for (int j = 0; j < 2 * PW; j++) v[0] = fmaxf(v[0], o[i][j]);
-                if (bias) v[0] += bm;
-                nc_act_n(act, v);
-                yn[(size_t)r * Yw + w0 / PW + wp] = v[0];
+                    for (int i = 0; i < P; i++)
+#pragma unroll
+                        for (int j = p * P; j < p * P + P; j++) v[0] = fmaxf(v[0], o[i][j]);
+                    if (bias) v[0] += bm;
+                    nc_act_n(act, v);
+                    if (col / P + p < Yw) yr[p] = v[0];
+                }
             } else { /* average pooling: bias and activation on each output, then the window's sum in the order i, j */
 #pragma unroll
-                for (int i = 0; i < RU; i++)
+                for (int i = 0; i < P; i++)
 #pragma unroll
-                    for (int j = 0; j < 2 * PW; j++)
+                    for (int j = 0; j < OW; j++)
                         if (bias) o[i][j] += bm;
-                nc_act_n(act, reinterpret_cast<float(&)[RU * 2 * PW]>(o));
-                float s = 0.0f;
+                nc_act_n(act, reinterpret_cast<float(&)[P * OW]>(o));
 #pragma unroll
-                for (int i = 0; i < RU; i++)
+                for (int p = 0; p < PO; p++) {
+                    float s = 0.0f;
 #pragma unroll
-                    for (int j = 0; j < 2 * PW; j++) s += o[i][j];
-                yn[(size_t)r * Yw + w0 / PW + wp] = s / (float)(P * P);
+                    for (int i = 0; i < P; i++)
+#pragma unroll
+                        for (int j = p * P; j < p * P + P; j++) s += o[i][j];
+                    if (col / P + p < Yw) yr[p] = s / (float)(P * P);
+                }
             }
         }
     };
@@ -828,8 +928,8 @@ static wino_entry wr7_make() {
 /* The kernels: the zoo's K = 5 second layers alone and as their networks fuse them, each also for any other
  * epilogue (MG = 2 measured faster than 4 on each; docs/PERFORMANCE-LOG.md, 2026-11-26); its K = 7 second layers as
  * their networks fuse them (2018 fall's also for any other activation and 2/2 pooling, 2020's for any activation
- * and 4/4 pooling; none alone, see above). NW, WT, CS and R were chosen among 3 to 5 variants each in five calls
- * (docs/PERFORMANCE-LOG.md, 2026-11-26 21:55-22:40). */
+ * and 4/4 pooling; none alone, see above). NW, WT, CS and R were chosen among 3 to 6 variants each
+ * (docs/PERFORMANCE-LOG.md, 2026-11-27 21:20-21:40). */
 static const wino_entry *wino_for(int C, int H, int W, int M, int K, const nc_conv_epilogue *e) {
     static const wino_entry kernels[] = {
         wino_make<12, 33, 33, 24, 2, 2, WINO_EPI_TANH_MAX, 2>(), /* 2019 fall, fused */
@@ -842,9 +942,9 @@ static const wino_entry *wino_for(int C, int H, int W, int M, int K, const nc_co
         wino_make<6, 22, 22, 16, 2, 1, WINO_EPI_ANY, 3>(),
         wino_make<6, 30, 30, 16, 2, 1, WINO_EPI_NONE, 3>(), /* 2018 spring (its network runs it alone) */
         wino_make<6, 30, 30, 16, 2, 1, WINO_EPI_ANY, 3>(),
-        wr7_make<12, 33, 33, 24, 2, WINO_EPI_TANH_MAX, 2, 2, 2, 26, 2>(), /* 2018 fall, fused */
-        wr7_make<12, 33, 33, 24, 2, WINO_EPI_ANY, 2, 2, 2, 26, 2>(),
-        wr7_make<4, 40, 40, 16, 4, WINO_EPI_ANY, 8, 4, 1, 32, 1>(), /* 2020, fused (ReLU, 4/4 max pooling) */
+        wr7_make<12, 33, 33, 24, 2, WINO_EPI_TANH_MAX, 1, 1, 2, 26, 2>(), /* 2018 fall, fused */
+        wr7_make<12, 33, 33, 24, 2, WINO_EPI_ANY, 1, 1, 2, 26, 2>(),
+        wr7_make<4, 40, 40, 16, 4, WINO_EPI_ANY, 4, 1, 1, 32, 1>(), /* 2020, fused (ReLU, 4/4 max pooling) */
     };
     if ((K != 5 && K != 7) || !nc_conv_direct_fuses(e, K)) return nullptr;
     const int P = e->pool < 0 ? 1 : e->P;
@@ -866,46 +966,57 @@ typedef void (*wrow_fn)(float *, const float *, const uint8_t *, const nc_conv_l
                         int, int, int);
 
 typedef struct {
-    int H, W, M, P; /* the layer (C = 1, K = 5) */
-    int epi;        /* WINO_EPI_* */
-    int u8;         /* 1: uint8 pixels; 0: floats */
+    int H, W, M, K, P; /* the layer (C = 1) */
+    int epi;           /* WINO_EPI_* */
+    int u8;            /* 1: uint8 pixels; 0: floats */
     int threads;
     size_t smem;
     wrow_fn fn;
     wino_fit *fit;
 } wrow_entry;
 
-template <int M, int H, int W, int P, int EPI, bool U8, int MINB> static wrow_entry wrow_make() {
+template <int M, int H, int W, int K, int P, int EPI, bool U8, int MINB> static wrow_entry wrow_make() {
     static wino_fit fit;
-    constexpr int XF = H * W * (U8 ? 1 : 4) / 4, VF = H * 2 * wrow_geom<M, H, W>::NP * 4;
+    using G = wrow_geom<M, H, W, K>;
+    constexpr int XF = H * W * (U8 ? 1 : 4) / 4;
+    static_assert((size_t)(2 * XF + G::VF + (U8 ? 256 : 0)) * sizeof(float) <= 227 * 1024, "a block's shared memory");
     return wrow_entry{H,
                       W,
                       M,
+                      K,
                       P,
                       EPI,
                       U8,
-                      wrow_geom<M, H, W>::NT,
-                      (size_t)(2 * XF + VF + (U8 ? 256 : 0)) * sizeof(float),
-                      conv_wino_rows_kernel<M, H, W, P, EPI, U8, MINB>,
+                      G::NT,
+                      (size_t)(2 * XF + G::VF + (U8 ? 256 : 0)) * sizeof(float),
+                      conv_wino_rows_kernel<M, H, W, K, P, EPI, U8, MINB>,
                       &fit};
 }
 
 /* 2017's first layer, 1 x 28 x 28 -> 50: on pixels fused as its network runs it (tanh, 2/2 max pooling) or with any
- * other epilogue; on floats alone (as the bench times a layer alone) or with any epilogue. */
+ * other epilogue; on floats alone (as the bench times a layer alone) or with any epilogue. 2018 fall's, 1 x 72 x 72
+ * -> 12, K = 7: fused as its network runs it only, on pixels (images of its size) or floats (the 28 x 28 test images,
+ * which the network upscales). Where a first layer has a fused kernel on pixels it has one on floats: the tuner
+ * times a fused first layer on pixels, and the run gives it floats where the images are not the model's size. */
 static const wrow_entry *wrow_for(int H, int W, int M, int K, const nc_conv_epilogue *e, int pixels) {
     static const wrow_entry kernels[] = {
-        wrow_make<50, 28, 28, 2, WINO_EPI_TANH_MAX, true, 2>(), wrow_make<50, 28, 28, 2, WINO_EPI_ANY, true, 2>(),
-        wrow_make<50, 28, 28, 1, WINO_EPI_ANY, true, 2>(),      wrow_make<50, 28, 28, 1, WINO_EPI_NONE, false, 2>(),
-        wrow_make<50, 28, 28, 1, WINO_EPI_ANY, false, 2>(),     wrow_make<50, 28, 28, 2, WINO_EPI_ANY, false, 2>(),
+        wrow_make<50, 28, 28, 5, 2, WINO_EPI_TANH_MAX, true, 2>(),
+        wrow_make<50, 28, 28, 5, 2, WINO_EPI_ANY, true, 2>(),
+        wrow_make<50, 28, 28, 5, 1, WINO_EPI_ANY, true, 2>(),
+        wrow_make<50, 28, 28, 5, 1, WINO_EPI_NONE, false, 2>(),
+        wrow_make<50, 28, 28, 5, 1, WINO_EPI_ANY, false, 2>(),
+        wrow_make<50, 28, 28, 5, 2, WINO_EPI_ANY, false, 2>(),
+        wrow_make<12, 72, 72, 7, 2, WINO_EPI_TANH_MAX, true, 1>(),  /* 2018 fall, fused: pixels of its size */
+        wrow_make<12, 72, 72, 7, 2, WINO_EPI_TANH_MAX, false, 1>(), /* floats (28 x 28 images upscaled) */
     };
-    if (K != 5 || !nc_conv_direct_fuses(e, K) || (e->pool >= 0 && e->P != 2)) return nullptr;
+    if ((K != 5 && K != 7) || !nc_conv_direct_fuses(e, K) || (e->pool >= 0 && e->P != 2)) return nullptr;
     const int P = e->pool < 0 ? 1 : 2;
     const int epi = e->act == NC_TANH && e->pool == NC_MAXPOOL ? WINO_EPI_TANH_MAX
                     : e->act < 0 && e->pool < 0                ? WINO_EPI_NONE
                                                                : WINO_EPI_ANY;
     const wrow_entry *any = nullptr;
     for (const wrow_entry &k : kernels) {
-        if (k.H != H || k.W != W || k.M != M || k.P != P || k.u8 != (pixels != 0)) continue;
+        if (k.H != H || k.W != W || k.M != M || k.K != K || k.P != P || k.u8 != (pixels != 0)) continue;
         if (k.epi == epi) return &k;
         if (k.epi == WINO_EPI_ANY) any = &k;
     }
@@ -941,8 +1052,8 @@ int nc_conv_launch_wino_fused(float *y, const float *x, const uint8_t *x_u8, con
         return nc_fail(
             err, NC_ERR_ARG,
             "conv version 15 (winograd) does not take %s C = %d, %dx%d, M = %d, K = %d, pool %d/%d: it has "
-            "kernels for 2017's first layer, the zoo's K = 5 second layers and its K = 7 ones as their networks fuse "
-            "them only (version 14 takes any)",
+            "kernels for 2017's and 2018 fall's first layers, the zoo's K = 5 second layers and its K = 7 ones as "
+            "their networks fuse them only (version 14 takes any)",
             x_u8 ? "uint8 pixels," : "float input,", C, H, W, M, K, e->pool < 0 ? 1 : e->P, e->pool < 0 ? 1 : e->S);
     if (B <= 0) return NC_OK;
     int blocks = 0;

@@ -508,7 +508,6 @@ static void test_winograd(void) {
     CHECK(!nc_conv_wino_takes(4, 40, 40, 16, 7, &tanh_max2, 0));  /* 2020's pooled 2/2 */
     CHECK(!nc_conv_wino_takes(12, 33, 33, 20, 7, &tanh_max2, 0)); /* other output channels */
     CHECK(!nc_conv_wino_takes(12, 33, 33, 24, 3, &tanh_max2, 0)); /* K = 3 */
-    CHECK(!nc_conv_wino_takes(1, 72, 72, 12, 7, &tanh_max2, 1));  /* 2018 fall's first layer: K = 7 */
     CHECK(!nc_conv_wino_takes(1, 70, 70, 12, 5, &tanh_max2, 1));  /* 2019 fall's: no kernel */
     CHECK(!nc_conv_wino_takes(6, 30, 30, 16, 5, &tanh_max2, 0));  /* 2018 spring's layer pooled */
     CHECK(!nc_conv_wino_takes(6, 22, 22, 16, 5, &relu_max4, 0));  /* 4/4 pooling */
@@ -538,6 +537,25 @@ static void test_winograd(void) {
     test_fused_case(7, 1, 28, 28, 50, 5, 0, -1, -1, 1, -1);             /* floats 1 to 3 past */
     test_fused_case(1500, 1, 28, 28, 50, 5, 1, NC_TANH, NC_MAXPOOL, 2, 1);
     test_case(700, 1, 28, 28, 50, 5, 1);
+    /* 2018 fall's first layer, F(4, 7) along the rows: fused as its network runs it (tanh, 2/2 max pooling) only, on
+     * pixels or floats (the network upscales 28 x 28 images as floats). Its 66 outputs a row are 16 windows and a
+     * half (the last window's input past the image read as zeros, its outputs past the row not stored), its pooled
+     * rows of 33 stored a float at a time. */
+    CHECK(nc_conv_wino_takes(1, 72, 72, 12, 7, &tanh_max2, 1));
+    CHECK(nc_conv_wino_takes(1, 72, 72, 12, 7, &tanh_max2, 0));
+    CHECK(!nc_conv_wino_takes(1, 72, 72, 12, 7, &alone, 0));    /* alone: version 14 is faster */
+    CHECK(!nc_conv_wino_takes(1, 72, 72, 12, 7, &avg2, 1));     /* no kernel for other epilogues */
+    CHECK(!nc_conv_wino_takes(1, 86, 86, 4, 7, &tanh_max2, 1)); /* 2020's: no kernel */
+    for (int b = 0; b <= 1; b++)
+        for (int u8 = 0; u8 <= 1; u8++)
+            test_fused_case(rand_int(1, 3), 1, 72, 72, 12, 7, b, NC_TANH, NC_MAXPOOL, 2, u8);
+    test_fused_case(5, 1, 72, 72, 12, 7, 0, NC_TANH, NC_MAXPOOL, 2, 2);   /* pixels not 16-byte aligned */
+    test_fused_case(5, 1, 72, 72, 12, 7, 0, NC_TANH, NC_MAXPOOL, 2, -1);  /* floats not 16-byte aligned */
+    test_fused_case(700, 1, 72, 72, 12, 7, 0, NC_TANH, NC_MAXPOOL, 2, 1); /* more images than blocks */
+    test_fused_case(400, 1, 72, 72, 12, 7, 1, NC_TANH, NC_MAXPOOL, 2, 0);
+    /* The tuner times a fused first layer on pixels, and a network whose images are not its size runs it on floats:
+     * wherever version 15 takes a first layer's pixels it takes its floats. */
+    CHECK(nc_conv_wino_takes(1, 28, 28, 50, 5, &tanh_max2, 1) && nc_conv_wino_takes(1, 28, 28, 50, 5, &tanh_max2, 0));
     nc_error err = {0};
     /* Its outputs are stored as 16- or 8-byte words: y not 16-byte aligned is refused before anything is touched. */
     float *odd_y = (float *)(uintptr_t)4;
@@ -645,7 +663,10 @@ int main(void) {
         test_fused_case(300, 6, 22, 22, 16, 5, 0, NC_SIGMOID, NC_AVGPOOL, 2, 0);
         test_fused_case(100, 6, 22, 22, 16, 5, 1, NC_TANH, NC_MAXPOOL, 2, -2); /* version 15's, a float at a time */
         test_fused_case(300, 12, 33, 33, 24, 5, 1, NC_TANH, NC_MAXPOOL, 2, 0); /* version 15's kernels, with these */
-        test_fused_case(600, 1, 28, 28, 50, 5, 0, NC_RELU, -1, 1, 2); /* and its rows', pixels by plain loads */
+        test_fused_case(600, 1, 28, 28, 50, 5, 0, NC_RELU, -1, 1, 2);         /* and its rows', pixels by plain loads */
+        test_fused_case(400, 1, 72, 72, 12, 7, 0, NC_TANH, NC_MAXPOOL, 2, 1); /* F(4, 7)'s rows, cp.async */
+        test_fused_case(50, 1, 72, 72, 12, 7, 0, NC_TANH, NC_MAXPOOL, 2, 3);  /* and plain loads */
+        test_fused_case(50, 1, 72, 72, 12, 7, 0, NC_TANH, NC_MAXPOOL, 2, -1); /* floats, plain loads */
         test_fused_case(300, 4, 40, 40, 16, 7, 1, NC_RELU, NC_MAXPOOL, 4, -1); /* K = 7's, copies of 1 or 2 floats */
         test_unpooled_stores();
         test_case(2, 1, 422, 278, 6, 5, 1); /* every version; version 13's shifted rows in several bands */
