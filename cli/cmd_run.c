@@ -140,9 +140,9 @@ static cJSON *timing_json(const nc_timing *t) {
         cJSON_AddItemToArray(ops, cJSON_CreateNumber(t->conv_s[i]));
         cJSON_AddItemToArray(notes, cJSON_CreateString(t->conv_note[i]));
     }
-    int versions = 0;
-    for (int i = 0; i < t->n_conv; i++) versions |= t->conv_version[i];
-    if (versions) { /* the cuda backend's: the kernel version each convolution ran on */
+    int any = 0;
+    for (int i = 0; i < t->n_conv; i++) any = any || t->conv_version[i] != 0;
+    if (any) { /* the cuda backend's: the kernel version each convolution ran on */
         cJSON *v = cJSON_AddArrayToObject(o, "op_versions");
         for (int i = 0; i < t->n_conv; i++) cJSON_AddItemToArray(v, cJSON_CreateNumber(t->conv_version[i]));
     }

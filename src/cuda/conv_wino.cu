@@ -100,6 +100,17 @@ __device__ __forceinline__ void wr10_bt(const float (&d)[10], float (&v)[10]) {
     pair(3, -27, 273, -273, 27, -36, 364, -364, 36);
 }
 
+/* U = G g for point xi of F(4, 7) and a kernel row g (7 weights): N sum_j a^j g_j in double, rounded once; infinity's
+ * row, N g_6. */
+__device__ __forceinline__ float wr10_u(const float *g, int xi) {
+    const double n = wr10_N[xi], a = wr10_a[xi];
+    if (xi == 9) return (float)(n * (double)g[6]);
+    double s = 0.0, p = n;
+#pragma unroll
+    for (int j = 0; j < 7; j++) s += p * (double)g[j], p *= a;
+    return (float)s;
+}
+
 /* Outputs 0 to 3 of A^T m, F(4, 7)'s output transform. */
 __device__ __forceinline__ void wr10_at(const float (&m)[10], float &o0, float &o1, float &o2, float &o3) {
     const float s1 = m[1] + m[2], d1 = m[1] - m[2], s3 = m[3] + m[4], d3 = m[3] - m[4];
@@ -434,8 +445,8 @@ __global__ void __launch_bounds__(64 * MG, MINB)
  * version 14's 1.288 (its 66 x 66 outputs an image stored as 8-byte words) and has no kernel alone; nor had F(2, 7)
  * (1.26 against 1.28 at best, 17 variants of two designs, 2026-11-26).
  */
-/* Outputs c and c + 1 of a row of Yw (y: the row's output c): those that count (c < Yw), as one 8-byte store where
- * both do and Yw and c are even (the row's start 8-byte aligned), else a float at a time. */
+/* Pooled outputs c and c + 1 of a row of Yw (y: the row's output c): those that count (c < Yw), as one 8-byte store
+ * where both do and Yw and c are even (the row's start 8-byte aligned), else a float at a time. */
 template <int Yw> __device__ __forceinline__ void wrow_store_pair(float *y, int c, float v0, float v1) {
     if (Yw % 2 == 0 && c + 1 < Yw) {
         *(float2 *)y = make_float2(v0, v1);
@@ -464,6 +475,7 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K>::NT, MINB)
     constexpr bool PART = 4 * NP > (P == 2 ? 2 * Yw : Wo); /* the last window's outputs past those that count */
     static_assert(K == 5 || K == 7, "F(4, 5) or F(4, 7)");
     static_assert(Ho % 2 == 0 && XB % 16 == 0, "pairs of rows, 16-byte copies");
+    static_assert(P == 2 || (Wo % 4 == 0 && !EDGE), "unpooled rows: whole windows, stored as 16-byte words");
     const int act = EPI == WINO_EPI_TANH_MAX ? NC_TANH : EPI == WINO_EPI_NONE ? -1 : act_arg;
     const int pool = EPI == WINO_EPI_TANH_MAX ? NC_MAXPOOL : EPI == WINO_EPI_NONE ? -1 : pool_arg;
     extern __shared__ float4 wino_smem[];
@@ -484,18 +496,14 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K>::NT, MINB)
         for (int i = 0; i < K; i++) g[i] = k[(m * K + kh) * K + i];
 #pragma unroll
         for (int a = 0; a < NPT; a++) {
-            double s = 0.0;
             if constexpr (K == 5) {
+                double s = 0.0;
 #pragma unroll
                 for (int i = 0; i < 5; i++) s += wino_G[a][i] * (double)g[i];
-            } else if (a == NPT - 1) {
-                s = wr10_N[a] * (double)g[6];
+                u[kh][a] = (float)s;
             } else {
-                double q = wr10_N[a];
-#pragma unroll
-                for (int i = 0; i < 7; i++) s += q * (double)g[i], q *= wr10_a[a];
+                u[kh][a] = wr10_u(g, a);
             }
-            u[kh][a] = (float)s;
         }
     }
     const float bm = bias ? bias[m] : 0.0f;
@@ -607,15 +615,8 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K>::NT, MINB)
                     wrow_store_pair<Yw>(&yn[(y0 / 2) * Yw + 2 * p], PART ? 2 * p : 0, v[0], v[1]);
                 } else {
 #pragma unroll
-                    for (int i = 0; i < 2; i++) {
-                        float *yr = &yn[(y0 + i) * Yw + 4 * p];
-                        if (Yw % 4 == 0) {
-                            *(float4 *)yr = make_float4(o[i][0], o[i][1], o[i][2], o[i][3]);
-                        } else {
-                            wrow_store_pair<Yw>(yr, PART ? 4 * p : 0, o[i][0], o[i][1]);
-                            wrow_store_pair<Yw>(yr + 2, PART ? 4 * p + 2 : 0, o[i][2], o[i][3]);
-                        }
-                    }
+                    for (int i = 0; i < 2; i++)
+                        *(float4 *)&yn[(y0 + i) * Yw + 4 * p] = make_float4(o[i][0], o[i][1], o[i][2], o[i][3]);
                 }
             }
         }
@@ -698,19 +699,10 @@ __global__ void __launch_bounds__(wr7_geom<C, M, H, W, P, NW, WT, CS>::NT, MINB)
 
     /* U = G g for this thread's point, channel and input channels: each a double sum rounded once. */
     float u[CC][7];
-    {
-        const double n = wr10_N[xi], a = wr10_a[xi];
 #pragma unroll
-        for (int c = 0; c < CC; c++)
+    for (int c = 0; c < CC; c++)
 #pragma unroll
-            for (int kh = 0; kh < 7; kh++) {
-                const float *g = k + ((size_t)(m * C + cs * CC + c) * 7 + kh) * 7;
-                double s = 0.0, p = n;
-#pragma unroll
-                for (int j = 0; j < 7; j++) s += p * (double)g[j], p *= a;
-                u[c][kh] = xi == NP - 1 ? (float)(n * (double)g[6]) : (float)s;
-            }
-    }
+        for (int kh = 0; kh < 7; kh++) u[c][kh] = wr10_u(k + ((size_t)(m * C + cs * CC + c) * 7 + kh) * 7, xi);
     /* Item it's input: C x RIN rows of XC columns from its first window's, zeros past the image; two columns a copy
      * where W is even and x 8-byte aligned (then every pair is). */
     const bool pairs = W % 2 == 0 && ((uintptr_t)x & 7) == 0;
