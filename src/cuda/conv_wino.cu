@@ -652,7 +652,7 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K>::NT, MINB)
  * Measured against F(2, 7) in one call (bench/ab/conv_one, H100, N = 10000, 2026-11-27 21:35,
  * docs/PERFORMANCE-LOG.md): 2018 fall's second layer fused with tanh and 2/2 max pooling 3.330 -> 2.880 ms, 2020's
  * with ReLU and 4/4 max pooling 1.075 -> 0.818 (version 6: 4.46 and 1.44). 2018 fall's kernel, 480 threads at two
- * blocks an SM, is held to 64 registers and spills 148 bytes; one block an SM (128 registers) took 2.98 ms, blocks
+ * blocks an SM, is held to 64 registers and spills 72-80 bytes; one block an SM (128 registers) took 2.98 ms, blocks
  * of a third of the channels (each computing the item's V) 3.44–3.75. Alone (no pooling) F(2, 7) was no faster than
  * version 14 on 2018 fall's layer (5.26 against 5.21 ms) and 2.4 times slower on 2020's: there is no kernel alone.
  */
