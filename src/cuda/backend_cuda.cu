@@ -42,19 +42,34 @@ static int version_fuses(int v) {
     return nc_conv_fused_rows_of(v) >= 0 || version_is_tc(v);
 }
 
+/* How a conv layer runs. */
+typedef struct {
+    int version;          /* its conv kernel version */
+    int fused;            /* how many layers after it its kernel does (0..2) */
+    nc_conv_epilogue epi; /* what they are */
+    int ran;              /* the version whose kernels run it: version, or 6 where a tensor-core version leaves the
+                             layer to version 6 */
+    char note[48];        /* Op Time's note */
+} cuda_conv;
+
 typedef struct {
     nc_gpu g;
-    int version[NC_MAX_LAYERS];          /* per conv layer (by layer index): its conv kernel version */
-    int autotuned;                       /* the versions are the tuner's (--conv-kernel 0, fp32) */
-    int precision;                       /* NC_PRECISION_*: of the dense layers (the conv's is its version's) */
-    int fused[NC_MAX_LAYERS];            /* per conv layer: how many layers after it its kernel does (0..2) */
-    nc_conv_epilogue epi[NC_MAX_LAYERS]; /* what they are */
-    char note[NC_MAX_LAYERS][48];        /* Op Time's note of each conv layer, in conv order */
-    int ran[NC_MAX_LAYERS];              /* the version whose kernels run each conv layer, in conv order: version[li],
-                                            or 6 where a tensor-core version leaves the layer to version 6 */
-    nc_conv_lut lut;                     /* the model's pixel scaling, for a first layer reading uint8 */
-    void *dense_w[NC_MAX_LAYERS];        /* per dense layer, its weights prepared for the tensor cores, or NULL */
+    cuda_conv conv[NC_MAX_LAYERS]; /* per conv layer, by layer index; the first layer's as it reads uint8 pixels where
+                                      it fuses (images of the model's size: cuda_conv_of) */
+    cuda_conv first_floats;        /* the first layer where it reads floats: images of another size, which the upload
+                                      resizes and scales, or a first layer that fuses nothing */
+    int warmed[2];                 /* cuda_warm_up has run the first layer on floats [0], on pixels [1] */
+    int autotuned;                 /* the versions are the tuner's (--conv-kernel 0, fp32) */
+    int precision;                 /* NC_PRECISION_*: of the dense layers (the conv's is its version's) */
+    nc_conv_lut lut;               /* the model's pixel scaling, for a first layer reading uint8 */
+    void *dense_w[NC_MAX_LAYERS];  /* per dense layer, its weights prepared for the tensor cores, or NULL */
 } cuda_plan;
+
+/* How conv layer li runs on a chunk whose first layer reads uint8 pixels (u8) or floats. The tuner times the first
+ * layer in both forms, as each may favour another version: the pixels are a quarter of the floats' bytes. */
+static const cuda_conv *cuda_conv_of(const cuda_plan *p, int li, int u8) {
+    return li == 0 && !u8 ? &p->first_floats : &p->conv[li];
+}
 
 /* What version 6 would fuse after conv layer li (activation, pooling): *e, and how many layers that is. */
 static int fusable_epilogue(const nc_model *m, int li, nc_conv_epilogue *e) {
@@ -75,47 +90,46 @@ static int fusable_epilogue(const nc_model *m, int li, nc_conv_epilogue *e) {
     return j - li - 1;
 }
 
-/* Which layers after each convolution its version fuses, and each conv layer's Op Time note. */
+/* Which layers after conv layer li its version fuses, and its Op Time note, as it reads uint8 pixels (u8) or floats. */
+static void cuda_plan_conv(const cuda_plan *p, int li, int u8, cuda_conv *c) {
+    const nc_model *m = p->g.m;
+    const nc_layer *l = &m->layers[li];
+    const nc_conv_epilogue none = {-1, -1, 1, 1};
+    nc_conv_epilogue e;
+    const int f = fusable_epilogue(m, li, &e);
+    /* a layer version 15 does not take in this form, fused or alone, runs on version 14 */
+    if (c->version == 15 && !nc_conv_wino_takes(l->in.c, l->in.h, l->in.w, l->m, l->k, f ? &e : &none, u8 && f))
+        c->version = 14;
+    const int v = c->version;
+    char tuned[16] = "";
+    c->ran = v;
+    c->fused = 0;
+    c->epi = none;
+    if (p->autotuned) snprintf(tuned, sizeof tuned, "auto v%d", v);
+    snprintf(c->note, sizeof c->note, "%s%s", nc_cuda_conv_version_note(v), tuned);
+    if (!version_fuses(v)) return;
+    if (!f) {
+        if (version_is_tc(v) && !nc_conv_tc_takes(v, l->in.c, l->in.h, l->in.w, l->m, l->k, &none, 0)) c->ran = 6;
+        return;
+    }
+    c->fused = f;
+    c->epi = e;
+    const int tc = version_is_tc(v) && nc_conv_tc_takes(v, l->in.c, l->in.h, l->in.w, l->m, l->k, &e, u8);
+    if (version_is_tc(v) && !tc) c->ran = 6; /* else version 6 */
+    snprintf(c->note, sizeof c->note, "fused %s%s%s%s%s%s%s",
+             e.act >= 0 ? nc_layer_kind_name((nc_layer_kind)e.act) : "", e.act >= 0 && e.pool >= 0 ? "+" : "",
+             e.pool >= 0 ? nc_layer_kind_name((nc_layer_kind)e.pool) : "", tc ? ", " : "",
+             tc ? nc_cuda_conv_version_note(v) : "", *tuned ? ", " : "", tuned);
+}
+
+/* Every conv layer's plan; the first layer's in both forms. */
 static void cuda_plan_fusion(cuda_plan *p) {
     const nc_model *m = p->g.m;
-    int conv = 0;
-    for (int li = 0; li < m->n_layers; li++) {
-        if (m->layers[li].kind != NC_CONV) continue;
-        if (p->version[li] == 15) { /* a layer version 15 does not take, fused or alone, runs on version 14 */
-            const nc_layer *l = &m->layers[li];
-            const nc_conv_epilogue none = {-1, -1, 1, 1};
-            nc_conv_epilogue e;
-            const int f = fusable_epilogue(m, li, &e);
-            if (!nc_conv_wino_takes(l->in.c, l->in.h, l->in.w, l->m, l->k, f ? &e : &none, li == 0 && f))
-                p->version[li] = 14;
-        }
-        const int v = p->version[li];
-        const nc_layer *l = &m->layers[li];
-        int *ran = &p->ran[conv];
-        char *note = p->note[conv++];
-        char tuned[16] = "";
-        *ran = v;
-        if (p->autotuned) snprintf(tuned, sizeof tuned, "auto v%d", v);
-        snprintf(note, sizeof p->note[0], "%s%s", nc_cuda_conv_version_note(v), tuned);
-        if (!version_fuses(v)) continue;
-        nc_conv_epilogue e;
-        p->fused[li] = fusable_epilogue(m, li, &e);
-        if (!p->fused[li]) {
-            const nc_conv_epilogue none = {-1, -1, 1, 1};
-            if (version_is_tc(v) && !nc_conv_tc_takes(v, l->in.c, l->in.h, l->in.w, l->m, l->k, &none, 0)) *ran = 6;
-            continue;
-        }
-        p->epi[li] = e;
-        const int tc = version_is_tc(v) &&
-                       nc_conv_tc_takes(v, l->in.c, l->in.h, l->in.w, l->m, l->k, &e, li == 0); /* else version 6 */
-        if (version_is_tc(v) && !tc) *ran = 6;
-        snprintf(note, sizeof p->note[0], "fused %s%s%s%s%s%s%s",
-                 e.act >= 0 ? nc_layer_kind_name((nc_layer_kind)e.act) : "", e.act >= 0 && e.pool >= 0 ? "+" : "",
-                 e.pool >= 0 ? nc_layer_kind_name((nc_layer_kind)e.pool) : "", tc ? ", " : "",
-                 tc ? nc_cuda_conv_version_note(v) : "", *tuned ? ", " : "", tuned);
-    }
+    for (int li = 0; li < m->n_layers; li++)
+        if (m->layers[li].kind == NC_CONV) cuda_plan_conv(p, li, li == 0, &p->conv[li]);
+    if (m->n_layers > 0 && m->layers[0].kind == NC_CONV) cuda_plan_conv(p, 0, 0, &p->first_floats);
     /* The first layer reads the pixels itself where it is a fused convolution. */
-    p->g.raw_input = m->n_layers > 0 && m->layers[0].kind == NC_CONV && p->fused[0] > 0;
+    p->g.raw_input = m->n_layers > 0 && m->layers[0].kind == NC_CONV && p->conv[0].fused > 0;
 }
 
 static int cuda_layer(cuda_plan *p, int li, int B, float *y, const float *x, nc_error *err) {
@@ -126,20 +140,20 @@ static int cuda_layer(cuda_plan *p, int li, int B, float *y, const float *x, nc_
     case NC_CONV: {
         int rc = NC_OK;
         const int c = g->conv_of[li];
+        const int u8 = li == 0 && g->in_u8; /* the chunk's pixels, unscaled, in g->img */
+        const cuda_conv *cv = cuda_conv_of(p, li, g->in_u8);
         CUDA_RET(cudaEventRecord(g->ev[2 * c], g->stream));
-        if (p->fused[li]) {
-            const int u8 = li == 0 && g->in_u8; /* the chunk's pixels, unscaled, in g->img */
-            if (version_is_tc(p->version[li]))
-                rc = nc_conv_launch_tc(p->version[li], y, x, u8 ? g->img : NULL, u8 ? &p->lut : NULL, g->weight[li],
-                                       g->bias[li], B, l->in.c, l->in.h, l->in.w, l->m, l->k, &p->epi[li], g->stream,
-                                       err);
+        if (cv->fused) {
+            if (version_is_tc(cv->version))
+                rc = nc_conv_launch_tc(cv->version, y, x, u8 ? g->img : NULL, u8 ? &p->lut : NULL, g->weight[li],
+                                       g->bias[li], B, l->in.c, l->in.h, l->in.w, l->m, l->k, &cv->epi, g->stream, err);
             else
                 rc = nc_conv_launch_fused_rows(y, x, u8 ? g->img : NULL, u8 ? &p->lut : NULL, g->weight[li],
-                                               g->bias[li], B, l->in.c, l->in.h, l->in.w, l->m, l->k, &p->epi[li],
-                                               nc_conv_fused_rows_of(p->version[li]), g->stream, err);
+                                               g->bias[li], B, l->in.c, l->in.h, l->in.w, l->m, l->k, &cv->epi,
+                                               nc_conv_fused_rows_of(cv->version), g->stream, err);
         } else {
-            rc = nc_cuda_conv_forward(p->version[li], y, x, g->weight[li], g->bias[li], B, l->in.c, l->in.h, l->in.w,
-                                      l->m, l->k, g->stream, err);
+            rc = nc_cuda_conv_forward(cv->version, y, x, g->weight[li], g->bias[li], B, l->in.c, l->in.h, l->in.w, l->m,
+                                      l->k, g->stream, err);
         }
         if (rc) return rc;
         CUDA_RET(cudaEventRecord(g->ev[2 * c + 1], g->stream));
@@ -168,7 +182,8 @@ static int cuda_forward(void *ctx, nc_gpu *g, int from, int to, size_t i0, int B
     const nc_model *m = g->m;
     for (int li = from; li < to; li++) {
         if (m->layers[li].kind == NC_FLATTEN) continue; /* same memory, (C, H, W) order */
-        const size_t out = nc_shape_size(m->layers[li + p->fused[li]].out), in = nc_shape_size(m->layers[li].in);
+        const int fused = m->layers[li].kind == NC_CONV ? cuda_conv_of(p, li, g->in_u8)->fused : 0;
+        const size_t out = nc_shape_size(m->layers[li + fused].out), in = nc_shape_size(m->layers[li].in);
         nvtxRangePushA(g->layer_name[li]);
         const int rc = cuda_layer(p, li, B, g->act[1 - *cur] + i0 * out, g->act[*cur] + i0 * in, err);
         nvtxRangePop();
@@ -177,7 +192,7 @@ static int cuda_forward(void *ctx, nc_gpu *g, int from, int to, size_t i0, int B
             return rc;
         }
         *cur = 1 - *cur;
-        li += p->fused[li]; /* the activation and pooling its kernel did */
+        li += fused; /* the activation and pooling its kernel did */
     }
     return NC_OK;
 }
@@ -214,10 +229,13 @@ static void cuda_destroy(void *plan) {
     free(p);
 }
 
-/* One image through the whole plan at load time, so that CUDA's lazy module loading happens here and not
- * inside the first timed convolution (it cost 120 ms of a 1 ms Op Time on an H100). */
-static int cuda_warm_up(cuda_plan *p, nc_error *err) {
-    const int H = p->g.m->input.h, W = p->g.m->input.w;
+/* One image through the whole plan before the first run of a form (the first layer on pixels or on floats: each has
+ * its own kernels), so that CUDA's lazy loading of the kernels happens there and not inside the first timed
+ * convolution (it cost 120 ms of a 1 ms Op Time on an H100). Floats where the first layer reads pixels: an image one
+ * pixel larger than the model's, which the upload resizes. */
+static int cuda_warm_up(cuda_plan *p, int u8, nc_error *err) {
+    if (p->warmed[u8]) return NC_OK;
+    const int grow = !u8 && p->g.raw_input, H = p->g.m->input.h + grow, W = p->g.m->input.w + grow;
     uint8_t *img = (uint8_t *)calloc((size_t)H * W, 1); // (1, H, W)
     if (!img) return nc_fail(err, NC_ERR_NOMEM, "out of memory for the warm-up image");
     int pred;
@@ -227,6 +245,7 @@ static int cuda_warm_up(cuda_plan *p, nc_error *err) {
     const int rc = nc_gpu_run(&p->g, cuda_forward, p, img, 1, H, W, &pred, NULL, &t, err);
     nvtxRangePop();
     free(img);
+    p->warmed[u8] = !rc;
     return rc;
 }
 
@@ -248,24 +267,34 @@ static int cuda_choose_versions(cuda_plan *p, int asked, nc_error *err) {
     if (version) {
         int rc = nc_cuda_conv_resolve(&version, err);
         if (rc || (rc = nc_cuda_conv_prepare(version, err))) return rc;
-        for (int li = 0; li < m->n_layers; li++) p->version[li] = version;
+        for (int li = 0; li < m->n_layers; li++) p->conv[li].version = version;
+        p->first_floats.version = version;
         return NC_OK;
     }
-    nc_conv_tune_layer layers[NC_MAX_LAYERS];
-    nc_conv_tune_result picked[NC_MAX_LAYERS];
+    /* Each conv layer as nc_gpu_run gives it its input; a fused first layer twice: on pixels of the model's own size,
+     * unscaled, and on floats (images of another size, resized and scaled by the upload). */
+    nc_conv_tune_layer layers[NC_MAX_LAYERS + 1];
+    nc_conv_tune_result picked[NC_MAX_LAYERS + 1];
     int n = 0;
     for (int li = 0; li < m->n_layers; li++) {
         if (m->layers[li].kind != NC_CONV) continue;
         nc_conv_tune_layer *t = &layers[n++];
         t->li = li;
         t->fused_layers = fusable_epilogue(m, li, &t->epi);
-        /* As nc_gpu_run would give it to a fused first layer: pixels of the model's own size, unscaled. */
-        t->u8 = li == 0 && t->fused_layers > 0;
+        t->u8 = 0;
         t->lut = &p->lut;
+        if (li == 0 && t->fused_layers > 0) {
+            layers[n] = *t;
+            layers[n++].u8 = 1;
+        }
     }
     int rc = nc_conv_autotune(&p->g, layers, n, picked, err);
-    for (int i = 0; !rc && i < n; i++)
-        if (!(rc = nc_cuda_conv_prepare(picked[i].version, err))) p->version[layers[i].li] = picked[i].version;
+    for (int i = 0; !rc && i < n; i++) {
+        if ((rc = nc_cuda_conv_prepare(picked[i].version, err))) break;
+        const int li = layers[i].li;
+        if (li == 0 && !layers[i].u8) p->first_floats.version = picked[i].version;
+        if (li != 0 || layers[i].u8 || layers[i].fused_layers == 0) p->conv[li].version = picked[i].version;
+    }
     p->autotuned = 1;
     return rc;
 }
@@ -287,10 +316,7 @@ static int cuda_create(void **out, const nc_model *m, const nc_run_opts *opts, n
     int rc = nc_gpu_open(&p->g, m, opts, CUDA_MEMORY_SHARE, 0, err);
     if (!rc) rc = cuda_choose_versions(p, opts->conv_kernel, err);
     if (!rc) rc = cuda_prepare_dense(p, err);
-    if (!rc) {
-        cuda_plan_fusion(p);
-        rc = cuda_warm_up(p, err);
-    }
+    if (!rc) cuda_plan_fusion(p);
     if (rc) {
         cuda_destroy(p);
         return rc;
@@ -302,10 +328,17 @@ static int cuda_create(void **out, const nc_model *m, const nc_run_opts *opts, n
 static int cuda_run(void *plan, const uint8_t *images, int n, int h, int w, int *pred, float *logits, nc_timing *t,
                     nc_error *err) {
     cuda_plan *p = (cuda_plan *)plan;
-    for (int i = 0; i < p->g.n_conv; i++) {
-        strncpy(t->conv_note[i], p->note[i], sizeof t->conv_note[i] - 1);
+    const nc_model *m = p->g.m;
+    const int u8 = nc_gpu_reads_pixels(&p->g, h, w);
+    const int rc = cuda_warm_up(p, u8, err);
+    if (rc) return rc;
+    for (int li = 0; li < m->n_layers; li++) {
+        if (m->layers[li].kind != NC_CONV) continue;
+        const cuda_conv *cv = cuda_conv_of(p, li, u8);
+        const int i = p->g.conv_of[li];
+        strncpy(t->conv_note[i], cv->note, sizeof t->conv_note[i] - 1);
         t->conv_note[i][sizeof t->conv_note[i] - 1] = '\0';
-        t->conv_version[i] = p->ran[i];
+        t->conv_version[i] = cv->ran;
     }
     return nc_gpu_run(&p->g, cuda_forward, p, images, n, h, w, pred, logits, t, err);
 }

@@ -1,8 +1,9 @@
 /*
  * Version 15, winograd: Winograd's minimal filtering in fp32, a kernel a layer shape: F(4 x 4, 5 x 5) for the zoo's
- * K = 5 second layers, alone or fused with bias, activation and 2/2 pooling; F(4, 5) along the rows for 2017's first
- * layer and F(4, 7) for 2018 fall's, fused as its network runs it (below, "first layers, along rows"); and F(4, 7)
- * along the rows for the K = 7 second layers, fused (below, "K = 7 second layers, along rows").
+ * K = 5 second layers, alone or fused with bias, activation and 2/2 pooling; F(4, 5) along the rows for 2017's,
+ * 2018 spring's and 2019 spring's first layers and F(4, 7) for 2018 fall's and 2020's, fused as their networks run
+ * them (below, "first layers, along rows"); and F(4, 7) along the rows for the K = 7 second layers, fused (below,
+ * "K = 7 second layers, along rows").
  *
  * A 4 x 4 tile of outputs of one output channel is A^T [sum over c of (G g_c G^T) . (B^T d_c B)] A, where d_c is the
  * tile's 8 x 8 input patch of channel c and g_c the 5 x 5 weights: 64 multiply-adds a tile, input channel and output
@@ -33,7 +34,7 @@
  *
  * It takes only the layers it has a kernel for (wino_for, wrow_for): 12 x 33 x 33 -> 24 (2019 fall) and 6 x 22 x 22 ->
  * 16 (2019 spring), alone or pooled 2/2, and 6 x 30 x 30 -> 16 alone (2018 spring); the K = 7 second layers pooled;
- * the two first layers above; else NC_ERR_ARG, and the backend runs version 14 there.
+ * the five first layers above, pooled; else NC_ERR_ARG, and the backend runs version 14 there.
  *
  *   nanoconv eval --model fashion-2019-fall --backend cuda --conv-kernel 15
  *   nanoconv bench --backend cuda --shape 12x33x33:24x5+tanh+maxpool2 --versions 14,15
@@ -427,15 +428,16 @@ __global__ void __launch_bounds__(64 * MG, MINB)
  * K = 5 has the 2-D kernels' points, B^T, A^T and G; K = 7 those of the K = 7 second layers (below).
  *
  * A block takes images in turn. Their pixels (uint8, turned into floats through the lut) or floats are copied by
- * cp.async, 16 bytes a copy (by plain loads where the input is not 16-byte aligned), while the block computes the
- * image before. V = B^T of every window of every input row goes to shared memory, a window a thread. Then a thread
- * takes one output channel m and one window column p: it keeps U = G g for its channel (5 x 8 floats, in double
- * rounded once; K = 7: 7 x 10) in registers for the block's life, and walks down the rows two at a time, K + 1 rows
- * of V (two 16-byte loads each; K = 7: and an 8-byte one) for 2 K (K + 3) multiply-adds, A^T, the epilogue and the
- * stores. A warp's loads of V touch few windows and are broadcast to its channels: a thread's window is its number
- * mod the row's windows (6 on 2017's layer), or, where a row has many (17 on 2018 fall's), its number over the
- * channels. A row of windows may overhang the outputs that count (2018 fall's 66 columns: 16 windows and a half),
- * the input past the image read as zeros. Two barriers an image.
+ * cp.async, 16 bytes a copy (8 or 4 where an image's bytes are no multiple of 16; by plain loads where the input is
+ * not 16-byte aligned), while the block computes the image before. V = B^T of every window of every input row goes to
+ * shared memory, a window a thread. Then a thread takes one output channel m and one window column p: it keeps U = G g
+ * for its channel (5 x 8 floats, in double rounded once; K = 7: 7 x 10) in registers for the block's life, and walks
+ * down the rows two at a time, K + 1 rows of V (two 16-byte loads each; K = 7: and an 8-byte one) for 2 K (K + 3)
+ * multiply-adds, A^T, the epilogue and the stores; where a layer has few output channels (2019 spring's 6, 2020's 4), R
+ * threads take a (channel, window), each a band of Ho / R rows. A warp's loads of V touch few windows and are broadcast
+ * to its channels: a thread's window is its number mod the row's windows (6 on 2017's layer), or, where a row has many
+ * (17 on 2018 fall's), its number over the channels. A row of windows may overhang the outputs that count (2018 fall's
+ * 66 columns: 16 windows and a half), the input past the image read as zeros. Two barriers an image.
  *
  * Measured against version 14 in one call (a prototype of this kernel; H100, N = 10000, 2026-11-26 19:30,
  * docs/PERFORMANCE-LOG.md): 2017's first layer fused with tanh and 2/2 max pooling on uint8 pixels 0.308 ms against
@@ -443,7 +445,12 @@ __global__ void __launch_bounds__(64 * MG, MINB)
  * (2026-11-27 21:58): 1.087 ms against version 6's 1.382 and version 14's 1.455, at 206 registers, one block of
  * 224 threads an SM (two blocks, held to 128 registers and spilling, 1.162). Alone, on floats, it took 1.429 against
  * version 14's 1.288 (its 66 x 66 outputs an image stored as 8-byte words) and has no kernel alone; nor had F(2, 7)
- * (1.26 against 1.28 at best, 17 variants of two designs, 2026-11-26).
+ * (1.26 against 1.28 at best, 17 variants of two designs, 2026-11-26). The other first layers fused (A/B in one call
+ * against versions 6 and 14, bench/ab/conv_one, 2026-11-27 23:42, pixels / floats): 2018 spring's (1 x 64 x 64 -> 6)
+ * 0.269 / 0.314 ms against version 6's 0.394 / 0.363; 2019 spring's (48 x 48 -> 6, R = 2) 0.171 / 0.163 against
+ * 0.228 / 0.207; 2020's (86 x 86 -> 4, K = 7, ReLU, R = 4) on floats 0.528 against version 14's 0.651 (on pixels not
+ * measured there: an image's 7396 bytes were copied 16 at a time, misaligned). 2019 fall's (70 x 70 -> 12) took
+ * 0.93 ms at best against version 14's 0.81 and has no kernel.
  */
 /* Pooled outputs c and c + 1 of a row of Yw (y: the row's output c): those that count (c < Yw), as one 8-byte store
  * where both do and Yw and c are even (the row's start 8-byte aligned), else a float at a time. */
@@ -456,36 +463,40 @@ template <int Yw> __device__ __forceinline__ void wrow_store_pair(float *y, int 
     }
 }
 
-template <int M, int H, int W, int K> struct wrow_geom {
-    static constexpr int Ho = H - K + 1, Wo = W - K + 1, NP = (Wo + 3) / 4;  /* windows of four outputs a row */
-    static constexpr int NPT = K + 3, VQ = (NPT + 3) / 4;                    /* points; V's float4s a window */
-    static constexpr int NT = (M * NP + 31) / 32 * 32, VF = H * VQ * NP * 4; /* threads; V's floats */
+template <int M, int H, int W, int K, int R = 1> struct wrow_geom {
+    static constexpr int Ho = H - K + 1, Wo = W - K + 1, NP = (Wo + 3) / 4;      /* windows of four outputs a row */
+    static constexpr int NPT = K + 3, VQ = (NPT + 3) / 4;                        /* points; V's float4s a window */
+    static constexpr int NT = (M * NP * R + 31) / 32 * 32, VF = H * VQ * NP * 4; /* threads; V's floats */
+    /* An image's floats in shared memory, rounded up to 16 bytes (what follows it is stored as float4s). */
+    static constexpr __host__ __device__ int xf(bool u8) { return (H * W * (u8 ? 1 : 4) + 15) / 16 * 4; }
 };
 
-template <int M, int H, int W, int K, int P, int EPI, bool U8, int MINB>
-__global__ void __launch_bounds__(wrow_geom<M, H, W, K>::NT, MINB)
+template <int M, int H, int W, int K, int P, int EPI, bool U8, int MINB, int R = 1>
+__global__ void __launch_bounds__(wrow_geom<M, H, W, K, R>::NT, MINB)
     conv_wino_rows_kernel(float *__restrict__ y, const float *__restrict__ x, const uint8_t *__restrict__ xu,
                           const nc_conv_lut lut, const float *__restrict__ k, const float *__restrict__ bias, int B,
                           int act_arg, int pool_arg, int aligned) {
-    using G = wrow_geom<M, H, W, K>;
+    using G = wrow_geom<M, H, W, K, R>;
     constexpr int NP = G::NP, NT = G::NT, Ho = G::Ho, Wo = G::Wo, Yh = P == 2 ? Ho / 2 : Ho, Yw = P == 2 ? Wo / 2 : Wo;
     constexpr int NPT = G::NPT, VQ = G::VQ;
-    constexpr int XB = H * W * (U8 ? 1 : 4), XF = XB / 4, VF = G::VF; /* an image's bytes; floats */
+    constexpr int XB = H * W * (U8 ? 1 : 4), XF = G::xf(U8), VF = G::VF; /* an image's bytes; floats */
+    constexpr int CG = XB % 16 == 0 ? 16 : XB % 8 == 0 ? 8 : 4;          /* bytes a copy: every image's start aligned */
     constexpr bool EDGE = 4 * NP + NPT - 4 > W;            /* the last window reads past the row: zeros there */
     constexpr bool PART = 4 * NP > (P == 2 ? 2 * Yw : Wo); /* the last window's outputs past those that count */
     static_assert(K == 5 || K == 7, "F(4, 5) or F(4, 7)");
-    static_assert(Ho % 2 == 0 && XB % 16 == 0, "pairs of rows, 16-byte copies");
+    static_assert(Ho % (2 * R) == 0 && XB % 4 == 0, "bands of pairs of rows, 4-, 8- or 16-byte copies");
     static_assert(P == 2 || (Wo % 4 == 0 && !EDGE), "unpooled rows: whole windows, stored as 16-byte words");
     const int act = EPI == WINO_EPI_TANH_MAX ? NC_TANH : EPI == WINO_EPI_NONE ? -1 : act_arg;
     const int pool = EPI == WINO_EPI_TANH_MAX ? NC_MAXPOOL : EPI == WINO_EPI_NONE ? -1 : pool_arg;
     extern __shared__ float4 wino_smem[];
     float *X0 = (float *)wino_smem, *X1 = X0 + XF, *Vs = X1 + XF, *ls = Vs + VF;
-    const int tid = threadIdx.x;
-    const bool active = tid < M * NP;
+    /* A thread's band of rows (R of them, Ho / R rows each) and its number within the band. */
+    const int tid = threadIdx.x, band = R == 1 ? 0 : tid / (M * NP), bt = R == 1 ? tid : tid % (M * NP);
+    const bool active = tid < M * NP * R;
     /* A thread's channel m and window p: p first (a warp's stores to a row run on), but m first where a row has many
      * windows and the outputs are pooled (a warp's loads of V then touch few windows). */
     constexpr bool MF = NP > 8 && P == 2;
-    const int m = active ? (MF ? tid % M : tid / NP) : 0, p = active ? (MF ? tid / M : tid % NP) : 0;
+    const int m = active ? (MF ? bt % M : bt / NP) : 0, p = active ? (MF ? bt / M : bt % NP) : 0;
     if (U8)
         for (int i = tid; i < 256; i += NT) ls[i] = lut.v[i];
     float u[K][NPT];
@@ -512,8 +523,15 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K>::NT, MINB)
     auto stage = [&](int n, float *dst) {
         if (n < B) {
             const char *src = (const char *)(U8 ? (const void *)xu : (const void *)x) + (size_t)n * XB;
-            if (aligned) {
-                for (int i = tid; i < XB / 16; i += NT) nc_cp_async16((char *)dst + 16 * i, src + 16 * i, 16);
+            if (aligned) { /* x is 16-byte aligned, so every image is CG-byte aligned */
+                for (int i = tid; i < XB / CG; i += NT) {
+                    if constexpr (CG == 16)
+                        nc_cp_async16((char *)dst + 16 * i, src + 16 * i, 16);
+                    else if constexpr (CG == 8)
+                        nc_cp_async8((char *)dst + 8 * i, src + 8 * i, 8);
+                    else
+                        nc_cp_async4((char *)dst + 4 * i, src + 4 * i, 4);
+                }
             } else if (U8) {
                 for (int i = tid; i < XB; i += NT) ((uint8_t *)dst)[i] = ((const uint8_t *)src)[i];
             } else {
@@ -559,7 +577,7 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K>::NT, MINB)
         if (!active) continue;
         float *yn = y + ((size_t)n * M + m) * Yh * Yw;
 #pragma unroll 1
-        for (int y0 = 0; y0 < Ho; y0 += 2) {
+        for (int y0 = band * (Ho / R); y0 < (band + 1) * (Ho / R); y0 += 2) {
             float acc[2][NPT];
 #pragma unroll
             for (int i = 0; i < K + 1; i++) { /* input row y0 + i: kernel row i of output row y0, i - 1 of y0 + 1 */
@@ -967,10 +985,10 @@ typedef struct {
     wino_fit *fit;
 } wrow_entry;
 
-template <int M, int H, int W, int K, int P, int EPI, bool U8, int MINB> static wrow_entry wrow_make() {
+template <int M, int H, int W, int K, int P, int EPI, bool U8, int MINB, int R = 1> static wrow_entry wrow_make() {
     static wino_fit fit;
-    using G = wrow_geom<M, H, W, K>;
-    constexpr int XF = H * W * (U8 ? 1 : 4) / 4;
+    using G = wrow_geom<M, H, W, K, R>;
+    constexpr int XF = G::xf(U8);
     static_assert((size_t)(2 * XF + G::VF + (U8 ? 256 : 0)) * sizeof(float) <= 227 * 1024, "a block's shared memory");
     return wrow_entry{H,
                       W,
@@ -981,15 +999,17 @@ template <int M, int H, int W, int K, int P, int EPI, bool U8, int MINB> static 
                       U8,
                       G::NT,
                       (size_t)(2 * XF + G::VF + (U8 ? 256 : 0)) * sizeof(float),
-                      conv_wino_rows_kernel<M, H, W, K, P, EPI, U8, MINB>,
+                      conv_wino_rows_kernel<M, H, W, K, P, EPI, U8, MINB, R>,
                       &fit};
 }
 
 /* 2017's first layer, 1 x 28 x 28 -> 50: on pixels fused as its network runs it (tanh, 2/2 max pooling) or with any
  * other epilogue; on floats alone (as the bench times a layer alone) or with any epilogue. 2018 fall's, 1 x 72 x 72
- * -> 12, K = 7: fused as its network runs it only, on pixels (images of its size) or floats (the 28 x 28 test images,
- * which the network upscales). Where a first layer has a fused kernel on pixels it has one on floats: the tuner
- * times a fused first layer on pixels, and the run gives it floats where the images are not the model's size. */
+ * -> 12, K = 7, 2018 spring's, 1 x 64 x 64 -> 6, and 2019 spring's, 1 x 48 x 48 -> 6: fused as their networks run
+ * them only (tanh, 2/2 max pooling); 2020's, 1 x 86 x 86 -> 4, K = 7, with any activation and 2/2 pooling (its
+ * network: ReLU); each on pixels (images of its size) or floats (the 28 x 28 test images, which the network
+ * upscales). The tuner times a fused first layer in both forms, and the run takes the pick of the
+ * form it gives (src/cuda/backend_cuda.cu); a form version 15 does not take runs on version 14. */
 static const wrow_entry *wrow_for(int H, int W, int M, int K, const nc_conv_epilogue *e, int pixels) {
     static const wrow_entry kernels[] = {
         wrow_make<50, 28, 28, 5, 2, WINO_EPI_TANH_MAX, true, 2>(),
@@ -1000,6 +1020,12 @@ static const wrow_entry *wrow_for(int H, int W, int M, int K, const nc_conv_epil
         wrow_make<50, 28, 28, 5, 2, WINO_EPI_ANY, false, 2>(),
         wrow_make<12, 72, 72, 7, 2, WINO_EPI_TANH_MAX, true, 1>(),  /* 2018 fall, fused: pixels of its size */
         wrow_make<12, 72, 72, 7, 2, WINO_EPI_TANH_MAX, false, 1>(), /* floats (28 x 28 images upscaled) */
+        wrow_make<6, 64, 64, 5, 2, WINO_EPI_TANH_MAX, true, 1>(),   /* 2018 spring */
+        wrow_make<6, 64, 64, 5, 2, WINO_EPI_TANH_MAX, false, 1>(),
+        wrow_make<6, 48, 48, 5, 2, WINO_EPI_TANH_MAX, true, 1, 2>(), /* 2019 spring: two bands of rows */
+        wrow_make<6, 48, 48, 5, 2, WINO_EPI_TANH_MAX, false, 1, 2>(),
+        wrow_make<4, 86, 86, 7, 2, WINO_EPI_ANY, true, 1, 4>(), /* 2020 (ReLU): four bands */
+        wrow_make<4, 86, 86, 7, 2, WINO_EPI_ANY, false, 1, 4>(),
     };
     if ((K != 5 && K != 7) || !nc_conv_direct_fuses(e, K) || (e->pool >= 0 && e->P != 2)) return nullptr;
     const int P = e->pool < 0 ? 1 : 2;
@@ -1044,7 +1070,7 @@ int nc_conv_launch_wino_fused(float *y, const float *x, const uint8_t *x_u8, con
         return nc_fail(
             err, NC_ERR_ARG,
             "conv version 15 (winograd) does not take %s C = %d, %dx%d, M = %d, K = %d, pool %d/%d: it has "
-            "kernels for 2017's and 2018 fall's first layers, the zoo's K = 5 second layers and its K = 7 ones as "
+            "kernels for the zoo's first layers but 2019 fall's, its K = 5 second layers and its K = 7 ones as "
             "their networks fuse them only (version 14 takes any)",
             x_u8 ? "uint8 pixels," : "float input,", C, H, W, M, K, e->pool < 0 ? 1 : e->P, e->pool < 0 ? 1 : e->S);
     if (B <= 0) return NC_OK;

@@ -272,7 +272,7 @@ int nc_gpu_run(nc_gpu *g, nc_gpu_forward_fn forward, void *ctx, const uint8_t *i
     const size_t chunk = g->chunk_max < (size_t)n ? g->chunk_max : (size_t)n;
     int rc = nc_gpu_reserve(g, chunk, hw, err);
     if (rc) return rc;
-    g->in_u8 = g->raw_input && h == g->m->input.h && w == g->m->input.w;
+    g->in_u8 = nc_gpu_reads_pixels(g, h, w);
     /* The transfers read the caller's images until the chunk's end is waited for (gpu_finish, or the error path). */
     const int pinned = gpu_pinned(images, (size_t)n * hw);
     for (size_t i0 = 0; i0 < (size_t)n; i0 += chunk) {

@@ -83,6 +83,11 @@ struct nc_gpu {
     int raw_input, in_u8;
 };
 
+/* Whether a run of images of h x w pixels gives the first layer its uint8 pixels (in_u8), not floats. */
+static inline int nc_gpu_reads_pixels(const nc_gpu *g, int h, int w) {
+    return g->raw_input && h == g->m->input.h && w == g->m->input.w;
+}
+
 /* Selects the device (NC_ERR_UNAVAILABLE with "no CUDA GPU found" where there
  * is none), creates the stream and events, uploads the parameters and sizes
  * the chunks: opts->chunk, else as many images as fit in `share` of the free

@@ -2,21 +2,27 @@
 
 With NANOCONV_CACHE_DIR set to a fresh folder, checks that
   - the first `eval --backend cuda` (no --conv-kernel) writes conv-kernels.json with one entry per conv layer of
-    the model, keyed by the kernels' id `nanoconv --version` prints (so that a build of other kernel sources
-    measures again), each naming an fp32, reproducible version (1..6, 11, 13, 14 or 15) with the times it measured, and
-    the Op Time notes say "auto vN" with the cached version;
+    the model and one more for the fused first layer, which is timed as it reads uint8 pixels (images of the model's
+    size, key ending " u8") and as it reads floats (images of another size, resized and scaled), keyed by the kernels'
+    id `nanoconv --version` prints (so that a build of other kernel sources measures again), each naming an fp32,
+    reproducible version (1..6, 11, 13, 14 or 15) with the times it measured, and the Op Time notes say "auto vN" with
+    the cached version of the form the run used;
   - its predictions equal cpu-ref's on 2000 test images (every exact version must);
   - a cache entry edited to another exact version is obeyed (the note says so): the cache is read, not only
-    written;
+    written; the first layer's two entries edited to two versions, a run of 28 x 28 images takes the floats' one and
+    a run of images of the model's size (48 x 48, made here) the pixels' one;
   - an entry naming a reduced-precision version (7) or the atomic one (12, not reproducible) is not obeyed but
     measured again and overwritten;
   - a corrupt cache file does not fail the run and is rewritten as valid JSON;
   - NANOCONV_CACHE_DIR=off writes nothing.
 Skips (77) where nanoconv was built without cuda or there is no GPU.
 """
+import gzip
 import json
 import os
+import random
 import re
+import struct
 import subprocess
 import sys
 import tempfile
@@ -42,18 +48,19 @@ def run(args, cache):
     return subprocess.run([exe] + args, capture_output=True, text=True, env=env)
 
 
-def eval_notes(cache):
-    p = run(["eval", "--model", MODEL, "--backend", "cuda", "-n", N, "--json"], cache)
+def eval_notes(cache, data_dir=None):
+    more = ["--data", data_dir] if data_dir else []
+    p = run(["eval", "--model", MODEL, "--backend", "cuda", "-n", N, "--json"] + more, cache)
     if p.returncode != 0:
         print(p.stdout, p.stderr)
         return None, p
     return json.loads(p.stdout)["op_notes"], p
 
 
-def predictions(backend, cache):
+def predictions(backend, cache, data_dir=data):
     p = run(["predict", "--model", MODEL, "--backend", backend, "-n", N, "--json",
-             "--images", os.path.join(data, "t10k-images-idx3-ubyte.gz"),
-             "--labels", os.path.join(data, "t10k-labels-idx1-ubyte.gz")], cache)
+             "--images", os.path.join(data_dir, "t10k-images-idx3-ubyte.gz"),
+             "--labels", os.path.join(data_dir, "t10k-labels-idx1-ubyte.gz")], cache)
     if p.returncode != 0:
         print(p.stdout, p.stderr)
         return None
@@ -67,7 +74,12 @@ with tempfile.TemporaryDirectory() as tmp:
     c.check(notes is not None, f"first eval ran (rc {p.returncode}: {p.stderr.strip()})")
     c.check(os.path.exists(path), "the first eval wrote the cache")
     entries = json.load(open(path)) if os.path.exists(path) else {}
-    c.check(len(entries) == 2, f"one cache entry per conv layer (got {len(entries)}: {list(entries)})")
+    c.check(len(entries) == 3, f"one cache entry per conv layer, two for the first (got {len(entries)}: {list(entries)})")
+    pixels = [k for k in entries if k.endswith(" u8")]
+    floats = [k for k in entries if "| 1x48x48 " in k and not k.endswith(" u8")]
+    second = [k for k in entries if "| 6x22x22 " in k]
+    c.check(len(pixels) == 1 and "| 1x48x48 " in pixels[0] and len(floats) == 1 and len(second) == 1,
+            f"the first layer on pixels and on floats, the second layer on floats ({list(entries)})")
     kernels = [ln.split(":", 1)[1].strip() for ln in subprocess.run([exe, "--version"], capture_output=True,
                                                                          text=True).stdout.splitlines()
                if ln.startswith("cuda kernels:")]
@@ -79,10 +91,10 @@ with tempfile.TemporaryDirectory() as tmp:
         c.check(str(e.get("version")) in times and all(t > 0 for t in times.values()),
                 f"{key}: measured times, the chosen one among them ({times})")
         c.check(min(times, key=times.get) == str(e.get("version")), f"{key}: the chosen version is the fastest")
-    if notes:
-        picked = sorted(int(m) for n in notes for m in re.findall(r"auto v(\d+)", n))
-        c.check(len(picked) == 2, f"both conv notes name their auto version ({notes})")
-        c.check(picked == sorted(e["version"] for e in entries.values()), f"notes {notes} match the cache")
+    if notes and len(floats) == 1 and len(second) == 1:
+        picked = [int(m) for n in notes for m in re.findall(r"auto v(\d+)", n)]
+        c.check(picked == [entries[floats[0]]["version"], entries[second[0]]["version"]],
+                f"notes {notes} name the cache's versions, the first layer's on floats (28 x 28 images)")
 
     ref = predictions("cpu-ref", cache)
     got = predictions("cuda", cache)
@@ -95,6 +107,29 @@ with tempfile.TemporaryDirectory() as tmp:
     json.dump(entries, open(path, "w"))
     notes, p = eval_notes(cache)
     c.check(notes is not None and sum("auto v4" in n for n in notes) == 2, f"an edited cache is obeyed ({notes})")
+
+    # The first layer's two forms edited apart (versions 14 and 6 both fuse it): each run takes its form's.
+    if len(pixels) == 1 and len(floats) == 1:
+        entries[pixels[0]]["version"], entries[floats[0]]["version"] = 14, 6
+        json.dump(entries, open(path, "w"))
+        notes, p = eval_notes(cache)
+        c.check(notes is not None and "auto v6" in notes[0] and "fused" in notes[0],
+                f"28 x 28 images: the first layer on floats takes the floats' entry ({notes})")
+        big = os.path.join(tmp, "big")
+        os.makedirs(big)
+        n, rng = int(N), random.Random(5)
+        with gzip.open(os.path.join(big, "t10k-images-idx3-ubyte.gz"), "wb") as f:
+            f.write(struct.pack(">IIII", 0x803, n, 48, 48) + bytes(rng.randrange(256) for _ in range(n * 48 * 48)))
+        with gzip.open(os.path.join(big, "t10k-labels-idx1-ubyte.gz"), "wb") as f:
+            f.write(struct.pack(">II", 0x801, n) + bytes(rng.randrange(10) for _ in range(n)))
+        notes, p = eval_notes(cache, big)
+        c.check(notes is not None and "auto v14" in notes[0] and "fused" in notes[0],
+                f"48 x 48 images: the first layer on pixels takes the pixels' entry ({notes}, {p.stderr.strip()})")
+        if notes:
+            print(f"# notes on 48 x 48 images: {notes}")
+        ref, got = predictions("cpu-ref", cache, big), predictions("cuda", cache, big)
+        c.check(ref is not None and got is not None and ref == got,
+                "cuda (version 14 on the first layer's pixels) predicts as cpu-ref on %s images of 48 x 48" % N)
 
     # A reduced-precision version, or the atomic one, in the cache is not trusted.
     for bad in (7, 12):
@@ -113,7 +148,7 @@ with tempfile.TemporaryDirectory() as tmp:
     notes, p = eval_notes(cache)
     c.check(notes is not None, f"a corrupt cache does not fail the run (rc {p.returncode}: {p.stderr.strip()})")
     try:
-        c.check(len(json.load(open(path))) == 2, "the corrupt cache was rewritten")
+        c.check(len(json.load(open(path))) == 3, "the corrupt cache was rewritten")
     except ValueError as e:
         c.check(False, f"the corrupt cache was rewritten ({e})")
 

@@ -543,9 +543,8 @@ static void test_winograd(void) {
      * rows of 33 stored a float at a time. */
     CHECK(nc_conv_wino_takes(1, 72, 72, 12, 7, &tanh_max2, 1));
     CHECK(nc_conv_wino_takes(1, 72, 72, 12, 7, &tanh_max2, 0));
-    CHECK(!nc_conv_wino_takes(1, 72, 72, 12, 7, &alone, 0));    /* alone: version 14 is faster */
-    CHECK(!nc_conv_wino_takes(1, 72, 72, 12, 7, &avg2, 1));     /* no kernel for other epilogues */
-    CHECK(!nc_conv_wino_takes(1, 86, 86, 4, 7, &tanh_max2, 1)); /* 2020's: no kernel */
+    CHECK(!nc_conv_wino_takes(1, 72, 72, 12, 7, &alone, 0)); /* alone: version 14 is faster */
+    CHECK(!nc_conv_wino_takes(1, 72, 72, 12, 7, &avg2, 1));  /* no kernel for other epilogues */
     for (int b = 0; b <= 1; b++)
         for (int u8 = 0; u8 <= 1; u8++)
             test_fused_case(rand_int(1, 3), 1, 72, 72, 12, 7, b, NC_TANH, NC_MAXPOOL, 2, u8);
@@ -553,8 +552,33 @@ static void test_winograd(void) {
     test_fused_case(5, 1, 72, 72, 12, 7, 0, NC_TANH, NC_MAXPOOL, 2, -1);  /* floats not 16-byte aligned */
     test_fused_case(700, 1, 72, 72, 12, 7, 0, NC_TANH, NC_MAXPOOL, 2, 1); /* more images than blocks */
     test_fused_case(400, 1, 72, 72, 12, 7, 1, NC_TANH, NC_MAXPOOL, 2, 0);
-    /* The tuner times a fused first layer on pixels, and a network whose images are not its size runs it on floats:
-     * wherever version 15 takes a first layer's pixels it takes its floats. */
+    /* 2018 spring's, 2019 spring's and 2020's first layers, pooled 2/2 (2020's with any activation, the others with
+     * tanh and max pooling only), on pixels or floats: a thread's rows in 1, 2 and 4 bands; 2020's 86 x 86 pixels an
+     * image copied 4 bytes at a time (7396 is no multiple of 8), its 80 outputs a row 20 whole windows, 2019 spring's
+     * 44 eleven, 2018 spring's 60 fifteen. */
+    const nc_conv_epilogue relu_max2 = {NC_RELU, NC_MAXPOOL, 2, 2};
+    const struct { int H, M, K, act; } firsts[3] = {{64, 6, 5, NC_TANH}, {48, 6, 5, NC_TANH}, {86, 4, 7, NC_RELU}};
+    for (int f = 0; f < 3; f++) {
+        const int H = firsts[f].H, M = firsts[f].M, K = firsts[f].K;
+        const nc_conv_epilogue *net = firsts[f].act == NC_RELU ? &relu_max2 : &tanh_max2;
+        for (int u8 = 0; u8 <= 1; u8++) {
+            CHECK(nc_conv_wino_takes(1, H, H, M, K, net, u8));
+            CHECK(nc_conv_wino_takes(1, H, H, M, K, &tanh_max2, u8));
+            CHECK(!nc_conv_wino_takes(1, H, H, M, K, &alone, u8));           /* alone: version 13 or 14 */
+            CHECK(!nc_conv_wino_takes(1, H, H, M, K, &relu_max4, u8));       /* 4/4 pooling */
+            CHECK(!nc_conv_wino_takes(1, H, H, M + 1, K, net, u8));          /* other output channels */
+            CHECK(nc_conv_wino_takes(1, H, H, M, K, &avg2, u8) == (K == 7)); /* 2020's: any epilogue */
+            for (int b = 0; b <= 1; b++)
+                test_fused_case(rand_int(1, 3), 1, H, H, M, K, b, firsts[f].act, NC_MAXPOOL, 2, u8);
+        }
+        if (K == 7) test_fused_case(rand_int(1, 3), 1, H, H, M, K, 1, NC_SIGMOID, NC_AVGPOOL, 2, 1);
+        test_fused_case(5, 1, H, H, M, K, 1, firsts[f].act, NC_MAXPOOL, 2, 2);   /* pixels not 16-byte aligned */
+        test_fused_case(5, 1, H, H, M, K, 1, firsts[f].act, NC_MAXPOOL, 2, -1);  /* floats not 16-byte aligned */
+        test_fused_case(700, 1, H, H, M, K, 0, firsts[f].act, NC_MAXPOOL, 2, 1); /* more images than blocks */
+        test_fused_case(300, 1, H, H, M, K, 1, firsts[f].act, NC_MAXPOOL, 2, 0);
+    }
+    /* 2017's first layer fused: pixels (images of its size) and floats (images of another size, scaled), which the
+     * tuner times apart. */
     CHECK(nc_conv_wino_takes(1, 28, 28, 50, 5, &tanh_max2, 1) && nc_conv_wino_takes(1, 28, 28, 50, 5, &tanh_max2, 0));
     nc_error err = {0};
     /* Its outputs are stored as 16- or 8-byte words: y not 16-byte aligned is refused before anything is touched. */

@@ -3,7 +3,7 @@
 The seeded 2017 model (one convolution layer) on the first 1000 test images in
 chunks of 250. With --conv-kernel 1 (the naive kernel, one launch per chunk)
 conv_forward_kernel1 must be listed once, demangled, tagged "[v1 naive]", with
-one call per chunk and one for the load-time warm-up; with the default version, on a cold cache (a folder of the
+one call per chunk and one for the warm-up; with the default version, on a cold cache (a folder of the
 test's own), its kernels (conv_*) must be tagged with the version eval says it chose ("auto vN", op_versions) and
 called a whole number of times per chunk: the tuner's timing runs of every version stay out of the profile, and the
 choice is cached. Their total time
@@ -31,8 +31,9 @@ import ncpy  # noqa: E402
 MARGIN_REL = 0.10
 MARGIN_ABS_S = 20e-6
 N, CHUNK = 1000, 250
-# One pass per chunk, plus the cuda backend's warm-up pass of one image when the session is created (it keeps
-# lazy module loading out of the first timed layer, and the profile rightly shows it).
+# One pass per chunk, plus the cuda backend's warm-up pass of one image before a session's first run of images of
+# that size's form (its first layer on pixels or on floats: it keeps lazy module loading out of the first timed
+# layer, and the profile rightly shows it).
 LAUNCHES = N // CHUNK + 1
 
 exe = ncpy.nanoconv()
