@@ -10,7 +10,9 @@ peak that the launch reached, at the clock ncu ran it at, is the product of thre
   ffma    FFMA executed by threads over 32 times the warps' instructions: the instructions that are not FFMA (loads,
           copies, the epilogue, the walk) and the lanes that idle in an FFMA (ncu counts no warp-level FFMA on sm_90)
   issue   instructions issued over the schedulers' cycles (4 an SM a cycle): the stalls
-and then the stall reasons (ncu's warps stalled for each one, per issued instruction) that cost most."""
+and then the stall reasons (ncu's warps stalled for each one, per issued instruction) that cost most; where the CSV
+has them, a second line: the global stores' sectors a request (4 where a warp stores 128 contiguous bytes), the
+sectors written to L2, and the bytes DRAM read and wrote."""
 import csv
 import sys
 
@@ -76,6 +78,12 @@ def main(argv):
         print("%-16s %-22s %8.3f %5.1f%% | %6.3f %6.3f %6.3f | %s" % (
             v, layer, ms, 100 * waste * ffma * issue, waste, ffma, issue,
             " ".join("%s %.2f" % (n, val) for val, n in stalls)))
+        st_req, st_sec = m.get("l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"), \
+            m.get("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum")
+        if st_req and st_sec is not None and "dram__bytes_write.sum" in m:
+            print("%-16s %-22s global stores: %.1f sectors a request, L2 write sectors %.1f M; DRAM read %.3f GB, "
+                  "write %.3f GB" % ("", "", st_sec / st_req, m.get("lts__t_sectors_op_write.sum", 0) / 1e6,
+                                     m.get("dram__bytes_read.sum", 0) / 1e9, m["dram__bytes_write.sum"] / 1e9))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@
 # ("C H W M K POOL ACT U8|...": conv_one's arguments; the zoo's second layers fused and alone, and its first layers
 # alone, by default), REPS (20). MEMSET=1 adds a row
 # a layer timing a cudaMemsetAsync of its output. NCU=1 then profiles one launch of every variant on each layer of
-# NCU_LAYERS (a few counters: bench/ab/ncu_mix.py's table of where the time goes, in $OUT/ncu.log); NCU=source
+# NCU_LAYERS (a few counters: bench/ab/ncu_mix.py's table of where the time goes, in $OUT/ncu.log), of the kernels
+# NCU_KERNEL names (ncu's -k, regex:^conv_ by default); NCU=source
 # profiles the library's kernel in full (ncu --set full: bench/ncu_summary.py's stall lines by instruction).
 set -u
 D=${1:-.c2}
@@ -77,10 +78,13 @@ for l in layers:
 PY
 [ "${NCU:-0}" != 0 ] || exit 0
 IFS='|' read -r -a NL <<<"${NCU_LAYERS:-1 70 70 12 5 0 -1 0|12 33 33 24 5 0 -1 0}"
+# The kernels profiled: NCU_KERNEL, ncu's -k (every kernel of the ladder is named conv_...; until 2026-11-28 this was
+# regex:conv_direct alone, so that version 15's kernels, conv_wino_..., gave "no metrics").
+NCU_KERNEL=${NCU_KERNEL:-regex:^conv_}
 if [ "$NCU" = source ]; then
     for l in "${NL[@]}"; do
         n=$(echo $l | tr ' ' _)
-        timeout 150 ncu --set full -k regex:conv_direct --launch-skip 1 --launch-count 1 -o /tmp/nc-ab-$n \
+        timeout 150 ncu --set full -k "$NCU_KERNEL" --launch-skip 1 --launch-count 1 -o /tmp/nc-ab-$n \
             $BIN/conv_one $l 10000 2 >/dev/null 2>&1
         ncu -i /tmp/nc-ab-$n.ncu-rep --page source --csv --print-source sass >/tmp/nc-ab-$n.csv 2>/dev/null
         echo "## $l" >>"$OUT/ncu.log"
@@ -92,13 +96,15 @@ fi
 MET='gpu__time_duration.sum,sm__cycles_elapsed.avg,device__attribute_multiprocessor_count,smsp__inst_executed.sum'
 MET+=',sm__sass_thread_inst_executed_op_ffma_pred_on.sum'
 MET+=',regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio$'
+MET+=',l1tex__t_requests_pipe_lsu_mem_global_op_st.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum'
+MET+=',lts__t_sectors_op_write.sum,dram__bytes_read.sum,dram__bytes_write.sum'
 args=()
 for v in $VARIANTS; do
     variant "$v"
     for l in "${NL[@]}"; do
         csv=/tmp/nc-ab-mix-${#args[@]}.csv
         # ncu launches env, which preloads the variant into conv_one alone (not into ncu)
-        timeout 120 ncu --csv --print-units base --metrics "$MET" -k regex:conv_direct --launch-skip 1 --launch-count 1 \
+        timeout 120 ncu --csv --print-units base --metrics "$MET" -k "$NCU_KERNEL" --launch-skip 1 --launch-count 1 \
             env $E ${P:+LD_PRELOAD=$P} $BIN/conv_one $l 10000 2 2>&1 | tee "$csv.err" | grep '^"' >"$csv"
         args+=("$v" "$l" "$csv")
     done

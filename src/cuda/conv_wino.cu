@@ -26,7 +26,11 @@
  *     multiply-adds, into P[m][t][xi];
  *   - phase 3: A^T P A for a (channel, tile) a thread, bias, activation (after the window's maximum under max
  *     pooling: bias and activations are monotone), pooling, stores. The next item's phase 1a runs in the same
- *     interval between barriers, on the threads phase 3 leaves idle first.
+ *     interval between barriers, on the threads phase 3 leaves idle first. Unpooled, where the shared memory has room
+ *     (wino_ostage), phase 3 puts the outputs in shared memory, and the block stores them to y during the next item's
+ *     phase 1b, a warp a channel's four rows (contiguous in y), 16 bytes a lane: on the H100 (bench/ab/conv_one,
+ *     2026-11-28) 2018 spring's layer 0.596 -> 0.508 ms and 2019 spring's alone 0.327 -> 0.294, with the copies of
+ *     2018 spring's input rows below made a round of channels at a time.
  * Three barriers an item. Measured against version 14 (conv_directc.cu's kernel) in one call (bench/ab/conv_one, H100,
  * N = 10000, 2026-11-26 17:36, docs/PERFORMANCE-LOG.md): 2019 fall's second layer fused with tanh and max pooling
  * 2.644 -> 1.166 ms, alone 3.290 -> 1.755; 2019 spring's fused 0.385 -> 0.310, alone 0.402 -> 0.368; 2018 spring's
@@ -141,6 +145,17 @@ template <int C, int M, int TW> struct wino_layout {
     static constexpr size_t bytes = (size_t)(X_F + A_F + V_F + P_F) * sizeof(float);
 };
 
+/* Unpooled, a row of tiles' outputs go through shared memory, O[m][i][col] (4 rows of Wo a channel, as y holds them),
+ * and out to y as each channel's 4 Wo contiguous floats, where the block's shared memory still fits MINB blocks an SM.
+ * Stored by each tile's thread, a warp's stores touched 4 rows of every channel among its tiles, a few bytes of each
+ * sector at a time (15 sectors a request; 2018 spring's layer on the H100, 2026-11-28). */
+template <int C, int M, int H, int W, int P, int MINB> struct wino_ostage {
+    static constexpr int Wo = wino_geom<H, W, P>::Wo, F = (M * 4 * Wo + 3) / 4 * 4;
+    static constexpr bool on =
+        P == 1 && (wino_layout<C, M, wino_geom<H, W, P>::TW>::bytes + F * sizeof(float) + 1024) * MINB <= 228 * 1024;
+    static constexpr size_t bytes = on ? F * sizeof(float) : 0;
+};
+
 /* Units 0..N-1 of a phase among NT threads, from `first` (a thread's number, or NT - 1 - it). */
 template <int N, int NT, typename F> __device__ __forceinline__ void wino_units(int first, F f) {
 #pragma unroll
@@ -182,9 +197,10 @@ __global__ void __launch_bounds__(64 * MG, MINB)
     using G = wino_geom<H, W, P>;
     constexpr int TW = G::TW, TH = G::TH, Yh = G::Yh, Yw = G::Yw;
     using L = wino_layout<C, M, TW>;
+    using OS = wino_ostage<C, M, H, W, P, MINB>;
     constexpr int NT = 64 * MG, MPT = M / MG, JN = L::JN;
     extern __shared__ float4 wino_smem[];
-    float *Xs = (float *)wino_smem, *As = Xs + L::X_F, *Vs = As + L::A_F, *Ps = Vs + L::V_F;
+    float *Xs = (float *)wino_smem, *As = Xs + L::X_F, *Vs = As + L::A_F, *Ps = Vs + L::V_F, *Os = Ps + L::P_F;
     const int tid = threadIdx.x, xi = tid & 63, mg = tid >> 6;
     const int items = B * TH;
 
@@ -241,6 +257,25 @@ __global__ void __launch_bounds__(64 * MG, MINB)
         if (it < items) {
             const int n = it / TH, ti = it % TH;
             const float *xn = x + (size_t)n * C * H * W; /* an image's offsets fit an int: C H W is a kernel's */
+            if constexpr (W % 2 == 0 && NT % (8 * JN / 2) == 0) {
+                if (pairs) {
+                    /* Each round of the block's threads copies NT / (8 JN / 2) whole channels: a thread's row and
+                     * columns are the same in every round, its channel a round further on (its addresses computed
+                     * once an item, not once a copy). */
+                    constexpr int QP = 8 * JN / 2, CR = NT / QP;
+                    const int j = 2 * (tid % (JN / 2)), r = tid / (JN / 2) % 8, c0 = tid / QP, row = 4 * ti + r;
+                    const bool in = row < H && j < W;
+                    /* outside the image, the start of the channel's plane, copying nothing */
+                    const float *src = xn + c0 * H * W + (in ? row * W + j : 0);
+                    float *dst = Xs + (c0 * 8 + r) * JN + j;
+#pragma unroll
+                    for (int k = 0; k < (C + CR - 1) / CR; k++)
+                        if (C % CR == 0 || c0 + k * CR < C)
+                            nc_cp_async8(dst + k * CR * 8 * JN, src + k * CR * H * W, in ? 8 : 0);
+                    asm volatile("cp.async.commit_group;" ::: "memory");
+                    return;
+                }
+            }
             if (pairs) {
 #pragma unroll 2
                 for (int q = tid; q < C * 8 * JN / 2; q += NT) {
@@ -358,6 +393,19 @@ __global__ void __launch_bounds__(64 * MG, MINB)
                                         o[2 * pi + 1][2 * pj + 1];
                         if (yr < Yh && yc < Yw) yn[(size_t)yr * Yw + yc] = s / 4.0f;
                     }
+                } else if constexpr (OS::on) { /* into O: rows past Ho written and not stored, columns past Wo not */
+                    float *on = Os + m * 4 * Yw + 4 * t;
+#pragma unroll
+                    for (int i = 0; i < 4; i++) {
+                        if (Yw % 2 == 0 && 4 * t + 4 <= Yw) {
+                            *(float2 *)(on + i * Yw) = make_float2(o[i][0], o[i][1]);
+                            *(float2 *)(on + i * Yw + 2) = make_float2(o[i][2], o[i][3]);
+                        } else {
+#pragma unroll
+                            for (int j = 0; j < 4; j++)
+                                if (4 * t + j < Yw) on[i * Yw + j] = o[i][j];
+                        }
+                    }
                 } else {
 #pragma unroll
                     for (int i = 0; i < 4; i++)
@@ -371,6 +419,47 @@ __global__ void __launch_bounds__(64 * MG, MINB)
         });
     };
 
+    /* O of item `it` to y (OS::on): a channel's rows 4 ti .. 4 ti + ROWS - 1 are ROWS Wo contiguous floats of y. Where
+     * those of every channel and item start 16-byte aligned and are at most 512 bytes, a warp takes a channel, a lane
+     * 16 bytes (and single floats past the last 16); else a float a thread. */
+    const bool y16 = (Yh * Yw) % 4 == 0 && ((uintptr_t)y & 15) == 0;
+    auto flush_rows = [&](auto rows_c, float *yb) {
+        constexpr int L = decltype(rows_c)::value * Yw, L4 = (Yh * Yw) % 4 == 0 && L <= 128 ? L / 4 : 0;
+        /* floats E0 .. L - 1 of every channel, one at a time */
+        auto singles = [&](auto e0_c) {
+            constexpr int E0 = decltype(e0_c)::value, LR = L - E0;
+#pragma unroll 2
+            for (int q = tid; q < M * LR; q += NT) {
+                const int m = q / LR, e = E0 + q % LR;
+                yb[(size_t)m * Yh * Yw + e] = Os[m * 4 * Yw + e];
+            }
+        };
+        if constexpr (L4 > 0) {
+            if (y16) {
+                const int lane = tid & 31;
+                if (lane < L4) {
+#pragma unroll
+                    for (int k = 0; k < (M + NT / 32 - 1) / (NT / 32); k++) {
+                        const int m = tid / 32 + k * (NT / 32);
+                        if (M % (NT / 32) == 0 || m < M)
+                            *(float4 *)(yb + m * Yh * Yw + 4 * lane) = *(const float4 *)(Os + m * 4 * Yw + 4 * lane);
+                    }
+                }
+                if constexpr (L % 4 != 0) singles(std::integral_constant<int, 4 * L4>());
+                return;
+            }
+        }
+        singles(std::integral_constant<int, 0>());
+    };
+    auto flush = [&](int it) {
+        const int n = it / TH, ti = it % TH;
+        float *yb = y + ((size_t)n * M * Yh + 4 * ti) * Yw;
+        if (Yh % 4 == 0 || 4 * ti + 4 <= Yh)
+            flush_rows(std::integral_constant<int, 4>(), yb);
+        else
+            flush_rows(std::integral_constant<int, (Yh % 4 == 0 ? 4 : Yh % 4)>(), yb);
+    };
+
     int it = blockIdx.x;
     stage(it);
     asm volatile("cp.async.wait_group 0;" ::: "memory");
@@ -379,6 +468,8 @@ __global__ void __launch_bounds__(64 * MG, MINB)
     for (; it < items; it += gridDim.x) {
         __syncthreads(); /* A holds this item; X and P are free */
         stage(it + gridDim.x);
+        if constexpr (OS::on)
+            if (it != (int)blockIdx.x) flush(it - gridDim.x); /* O holds the item before */
         /* Phase 1b: B across each tile, A -> V; a (channel, tile, row) a thread. */
         wino_units<C * TW * 8, NT>(tid, [&](int q) {
             const int c = q % C, t = (q / C) % TW, r = q / (C * TW);
@@ -415,6 +506,10 @@ __global__ void __launch_bounds__(64 * MG, MINB)
         __syncthreads(); /* P holds this item, X the next */
         phase3(it);
         if (it + (int)gridDim.x < items) phase1a();
+    }
+    if constexpr (OS::on) {
+        __syncthreads();
+        flush(it - gridDim.x);
     }
 }
 
@@ -912,7 +1007,7 @@ template <int C, int H, int W, int M, int MG, int P, int EPI, int MINB> static w
                       EPI,
                       wino_geom<H, W, P>::TH,
                       64 * MG,
-                      wino_layout<C, M, wino_geom<H, W, P>::TW>::bytes,
+                      wino_layout<C, M, wino_geom<H, W, P>::TW>::bytes + wino_ostage<C, M, H, W, P, MINB>::bytes,
                       conv_wino_kernel<C, M, MG, H, W, P, EPI, MINB>,
                       &fit};
 }

@@ -224,6 +224,70 @@ static int launch_alone(float *y, const float *x, const float *k, const float *b
                 : nc_conv_launch_fused(y, x, NULL, NULL, k, bias, B, C, H, W, M, K, &alone, stream, err);
 }
 
+/* The ny outputs written at dy + at (dy: ny + 8 words, every byte 0xFF before the run) against the reference, the
+ * words before and after them untouched, and their bits against *first (the first offset's, kept there). */
+static void check_at_offset(const char *what, const float *dy, const float *ref, size_t ny, int at, float **first) {
+    float *all = host_from(dy, ny + 8);
+    check_close(what, all + at, ref, ny, 1e-4, 1e-4);
+    int guard = 1;
+    for (size_t i = 0; i < ny + 8; i++) {
+        uint32_t bits;
+        memcpy(&bits, &all[i], 4);
+        if ((i < (size_t)at || i >= ny + at) && bits != 0xFFFFFFFFu) guard = 0;
+    }
+    if (!guard) fprintf(stderr, "%s: a word outside the output was written\n", what);
+    CHECK(guard);
+    if (!*first) {
+        *first = xmalloc(ny * sizeof(float));
+        memcpy(*first, all + at, ny * sizeof(float));
+    } else {
+        const int same = memcmp(*first, all + at, ny * sizeof(float)) == 0;
+        if (!same) fprintf(stderr, "%s: not the bits of y + 0\n", what);
+        CHECK(same);
+    }
+    free(all);
+}
+
+/* One layer alone (K = 5) through launch_alone with each of rows = r0..r1 (3: version 15), y offset by 0..3 floats
+ * (check_at_offset: close to the reference, the words around the output untouched, the same bits at every offset
+ * and for every rows). */
+static void unpooled_stores_case(int B, int C, int H, int W, int M, int r0, int r1) {
+    const int K = 5, Ho = H - K + 1, Wo = W - K + 1;
+    const size_t nx = (size_t)B * C * H * W, nk = (size_t)M * C * K * K, ny = (size_t)B * M * Ho * Wo;
+    float *x = xmalloc(nx * sizeof(float)), *k = xmalloc(nk * sizeof(float)), *bias = xmalloc(M * sizeof(float));
+    float *ref = xmalloc(ny * sizeof(float)), *first = NULL;
+    fill(x, nx, -1.0f, 1.0f);
+    fill(k, nk, -0.2f, 0.2f);
+    fill(bias, M, -1.0f, 1.0f);
+    nc_ref_conv(ref, x, k, bias, B, C, H, W, M, K);
+    float *dx = dev_from(x, nx * sizeof(float)), *dk = dev_from(k, nk * sizeof(float));
+    float *db = dev_from(bias, M * sizeof(float)), *dy;
+    CU(cudaMalloc((void **)&dy, (ny + 8) * sizeof(float)));
+    for (int rows = r0; rows <= r1; rows++)
+        for (int at = 0; at < 4; at++) {
+            char what[128];
+            snprintf(what, sizeof what, "unpooled stores C %d Ho %d Wo %d M %d%s, y + %d floats", C, Ho, Wo, M,
+                     rows == 1   ? " rows of four"
+                     : rows == 2 ? " two rows of four"
+                     : rows == 3 ? " version 15"
+                                 : "",
+                     at);
+            CU(cudaMemset(dy, 0xFF, (ny + 8) * sizeof(float)));
+            nc_error err = {0};
+            check_rc(launch_alone(dy + at, dx, dk, db, B, C, H, W, M, K, rows, &err), &err, what);
+            check_at_offset(what, dy, ref, ny, at, &first);
+        }
+    CU(cudaFree(dx));
+    CU(cudaFree(dk));
+    CU(cudaFree(db));
+    CU(cudaFree(dy));
+    free(x);
+    free(k);
+    free(bias);
+    free(ref);
+    free(first);
+}
+
 /* The unpooled stores. conv_directc.cu's (C = 3): a tile row's four outputs as one 16-byte store, two 8-byte ones or
  * 4 + 8 + 4 bytes, as the address falls, and one at a time at the right edge. conv_direct.cu's (C = 1): 2 x 2
  * outputs a thread as float2 pairs where y is 8-byte aligned, else one at a time; and version 13's row of four
@@ -238,62 +302,11 @@ static void test_unpooled_stores(void) {
     static const int shapes[][3] = {{3, 17, 10}, {1, 17, 10}, {1, 18, 12}, {1, 18, 10}}; /* C, H, M */
     for (int sh = 0; sh < 4; sh++)
         for (int wmod = 0; wmod < 4; wmod++) {
-            const int C = shapes[sh][0], H = shapes[sh][1], M = shapes[sh][2];
-            const int B = 3, K = 5, W = 20 + wmod, Ho = H - K + 1, Wo = W - K + 1;
-            const size_t nx = (size_t)B * C * H * W, nk = (size_t)M * C * K * K, ny = (size_t)B * M * Ho * Wo;
-            float *x = xmalloc(nx * sizeof(float)), *k = xmalloc(nk * sizeof(float)),
-                  *bias = xmalloc(M * sizeof(float));
-            float *ref = xmalloc(ny * sizeof(float)), *first = NULL;
-            fill(x, nx, -1.0f, 1.0f);
-            fill(k, nk, -0.2f, 0.2f);
-            fill(bias, M, -1.0f, 1.0f);
-            nc_ref_conv(ref, x, k, bias, B, C, H, W, M, K);
-            float *dx = dev_from(x, nx * sizeof(float)), *dk = dev_from(k, nk * sizeof(float));
-            float *db = dev_from(bias, M * sizeof(float)), *dy;
-            CU(cudaMalloc((void **)&dy, (ny + 8) * sizeof(float)));
+            const int C = shapes[sh][0], H = shapes[sh][1], M = shapes[sh][2], W = 20 + wmod;
             const nc_conv_epilogue alone = {-1, -1, 1, 1};
-            CHECK(nc_conv_directc_takes(C, H, W, M, K, &alone) == (C > 1));
-            for (int run = 0; run < (C == 1 ? 12 : 4); run++) {
-                /* rows (C = 1): 2 x 2 patches, version 13's rows of four, version 14's two rows of four */
-                const int at = run % 4, rows = run / 4;
-                char what[128];
-                snprintf(what, sizeof what, "unpooled stores C %d Ho %d Wo %d M %d%s, y + %d floats", C, Ho, Wo, M,
-                         rows == 1   ? " rows of four"
-                         : rows == 2 ? " two rows of four"
-                                     : "",
-                         at);
-                CU(cudaMemset(dy, 0xFF, (ny + 8) * sizeof(float)));
-                nc_error err = {0};
-                check_rc(launch_alone(dy + at, dx, dk, db, B, C, H, W, M, K, rows, &err), &err, what);
-                float *all = host_from(dy, ny + 8);
-                check_close(what, all + at, ref, ny, 1e-4, 1e-4);
-                int guard = 1;
-                for (size_t i = 0; i < ny + 8; i++) {
-                    uint32_t bits;
-                    memcpy(&bits, &all[i], 4);
-                    if ((i < (size_t)at || i >= ny + at) && bits != 0xFFFFFFFFu) guard = 0;
-                }
-                if (!guard) fprintf(stderr, "%s: a word outside the output was written\n", what);
-                CHECK(guard);
-                if (!first) {
-                    first = xmalloc(ny * sizeof(float));
-                    memcpy(first, all + at, ny * sizeof(float));
-                } else {
-                    const int same = memcmp(first, all + at, ny * sizeof(float)) == 0;
-                    if (!same) fprintf(stderr, "%s: not the bits of y + 0\n", what);
-                    CHECK(same);
-                }
-                free(all);
-            }
-            CU(cudaFree(dx));
-            CU(cudaFree(dk));
-            CU(cudaFree(db));
-            CU(cudaFree(dy));
-            free(x);
-            free(k);
-            free(bias);
-            free(ref);
-            free(first);
+            CHECK(nc_conv_directc_takes(C, H, W, M, 5, &alone) == (C > 1));
+            /* rows (C = 1): 2 x 2 patches, version 13's rows of four, version 14's two rows of four */
+            unpooled_stores_case(3, C, H, W, M, 0, C == 1 ? 2 : 0);
         }
 }
 
@@ -590,6 +603,20 @@ static void test_winograd(void) {
     CHECK(strstr(err.msg, "version 15") != NULL && strstr(err.msg, "version 14 takes any") != NULL);
 }
 
+/* Version 15's unpooled stores (2018 spring's and 2019 spring's layers alone): a row of tiles' outputs go through
+ * shared memory and out as each channel's rows, 16 bytes a lane where y is 16-byte aligned, else a float at a time;
+ * 2019 fall's layer alone (whose shared memory holds no room for them) stores each tile's outputs itself. y offset by
+ * 0..3 floats, more items than blocks: close to the reference, the same bits at every offset, and the words before and
+ * after the output untouched. */
+static void test_winograd_unpooled_stores(void) {
+    static const int layers[][4] = {{6, 30, 30, 16}, {6, 22, 22, 16}, {12, 33, 33, 24}}; /* C, H, W, M */
+    for (int l = 0; l < 3; l++) {
+        const nc_conv_epilogue alone = {-1, -1, 1, 1};
+        CHECK(nc_conv_wino_takes(layers[l][0], layers[l][1], layers[l][2], layers[l][3], 5, &alone, 0));
+        unpooled_stores_case(100, layers[l][0], layers[l][1], layers[l][2], layers[l][3], 3, 3);
+    }
+}
+
 static void test_fused(void) {
     const int acts[4] = {-1, NC_TANH, NC_RELU, NC_SIGMOID};
     const int pools[3][2] = {{-1, 1}, {NC_MAXPOOL, 2}, {NC_AVGPOOL, 2}};
@@ -669,7 +696,7 @@ int main(void) {
     /* NC_GPU_TEST_QUICK=1 (tools/gpu_suite.sh, under compute-sanitizer's memcheck, racecheck and synccheck):
      * conv_directc.cu's cp.async rings and team barriers, with more items than teams, on the zoo's second layers'
      * shapes and a small one, its unpooled stores at every alignment and its two plane copies; conv_direct.cu's copies
-     * of a block's next item, pixels aligned or not, and floats. */
+     * of a block's next item, pixels aligned or not, and floats; version 15's unpooled stores at every alignment. */
     const char *quick_env = getenv("NC_GPU_TEST_QUICK");
     if (quick_env && *quick_env == '1') {
         test_fused_case(1500, 1, 28, 28, 50, 5, 1, NC_TANH, NC_MAXPOOL, 2, 1);
@@ -693,6 +720,7 @@ int main(void) {
         test_fused_case(50, 1, 72, 72, 12, 7, 0, NC_TANH, NC_MAXPOOL, 2, -1); /* floats, plain loads */
         test_fused_case(300, 4, 40, 40, 16, 7, 1, NC_RELU, NC_MAXPOOL, 4, -1); /* K = 7's, copies of 1 or 2 floats */
         test_unpooled_stores();
+        test_winograd_unpooled_stores();
         test_case(2, 1, 422, 278, 6, 5, 1); /* every version; version 13's shifted rows in several bands */
         test_case(2, 1, 422, 262, 6, 4, 1); /* flat copies in bands of an even number of rows, or a row at a time */
         test_rows_many_images(1200, 8, 8, 4, 5); /* rows of four, many images a block */
@@ -705,6 +733,7 @@ int main(void) {
     test_versions();
     test_fused();
     test_winograd();
+    test_winograd_unpooled_stores();
     test_unpooled_stores();
     test_rows_many_images(3000, 8, 8, 4, 5);    /* 4 x 4 outputs: 2 to 4 units an image, 32 threads */
     test_rows_many_images(2000, 32, 32, 12, 5); /* Wo = 28 */
