@@ -290,10 +290,15 @@ static int cuda_choose_versions(cuda_plan *p, int asked, nc_error *err) {
     }
     int rc = nc_conv_autotune(&p->g, layers, n, picked, err);
     for (int i = 0; !rc && i < n; i++) {
-        if ((rc = nc_cuda_conv_prepare(picked[i].version, err))) break;
-        const int li = layers[i].li;
-        if (li == 0 && !layers[i].u8) p->first_floats.version = picked[i].version;
-        if (li != 0 || layers[i].u8 || layers[i].fused_layers == 0) p->conv[li].version = picked[i].version;
+        const int li = layers[i].li, v = picked[i].version;
+        if ((rc = nc_cuda_conv_prepare(v, err))) break;
+        if (li != 0 || layers[i].u8) {
+            p->conv[li].version = v;
+        } else { /* the first layer on floats; where it fuses nothing, its only form (conv[0] too, as with a version
+                    given: cuda_plan_fusion plans both) */
+            p->first_floats.version = v;
+            if (layers[i].fused_layers == 0) p->conv[0].version = v;
+        }
     }
     p->autotuned = 1;
     return rc;

@@ -29,11 +29,11 @@
  *      version 6; several channels of float input: conv_directc.cu, as versions 5 and 6)
  *  15  winograd: Winograd's minimal filtering in fp32, a kernel a layer shape: F(4 x 4, 5 x 5) for the zoo's K = 5
  *      second layers (64 multiply-adds a tile of 16 outputs, channel and output channel, 400 direct; errors about 5
- *      times the direct sum's), alone or fused; F(4, 5) along the rows for 2017's first layer (8 multiply-adds a
- *      kernel row and window of four outputs, 20 direct; errors about 2.5 times), on uint8 pixels too; F(4, 7) along
- *      the rows for the K = 7 second layers and 2018 fall's first layer fused as their networks run them (10
- *      multiply-adds a channel, kernel row and window of four outputs, 28 direct; errors about 5 to 7 times); never
- *      the reference's sums (conv_wino.cu)
+ *      times the direct sum's), alone or fused; F(4, 5) along the rows for 2017's, 2018 spring's and 2019 spring's
+ *      first layers (8 multiply-adds a kernel row and window of four outputs, 20 direct; errors about 2.5 times), on
+ *      uint8 pixels too; F(4, 7) along the rows for the K = 7 second layers and 2018 fall's and 2020's first layers
+ *      fused as their networks run them (10 multiply-adds a channel, kernel row and window of four outputs, 28
+ *      direct; errors about 5 to 7 times); never the reference's sums (conv_wino.cu)
  *   Each file's header comment gives the command that runs its versions; conv_ladder.h declares them.
  *
  * Semantics (every version): y is (B, M, H-K+1, W-K+1), x is (B, C, H, W),

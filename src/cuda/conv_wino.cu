@@ -420,24 +420,17 @@ __global__ void __launch_bounds__(64 * MG, MINB)
     };
 
     /* O of item `it` to y (OS::on): a channel's rows 4 ti .. 4 ti + ROWS - 1 are ROWS Wo contiguous floats of y. Where
-     * those of every channel and item start 16-byte aligned and are at most 512 bytes, a warp takes a channel, a lane
-     * 16 bytes (and single floats past the last 16); else a float a thread. */
-    const bool y16 = (Yh * Yw) % 4 == 0 && ((uintptr_t)y & 15) == 0;
+     * Ho Wo is a multiple of 4 and y 16-byte aligned, those of every channel and item start 16-byte aligned and are a
+     * whole number of 16 bytes (ROWS Wo is 4 Wo or Ho Wo - 4 ti Wo); there, where they are at most 512 bytes, a warp
+     * takes a channel, a lane 16 bytes. Else a float a thread. */
+    const bool y16 = ((uintptr_t)y & 15) == 0;
     auto flush_rows = [&](auto rows_c, float *yb) {
-        constexpr int L = decltype(rows_c)::value * Yw, L4 = (Yh * Yw) % 4 == 0 && L <= 128 ? L / 4 : 0;
-        /* floats E0 .. L - 1 of every channel, one at a time */
-        auto singles = [&](auto e0_c) {
-            constexpr int E0 = decltype(e0_c)::value, LR = L - E0;
-#pragma unroll 2
-            for (int q = tid; q < M * LR; q += NT) {
-                const int m = q / LR, e = E0 + q % LR;
-                yb[(size_t)m * Yh * Yw + e] = Os[m * 4 * Yw + e];
-            }
-        };
-        if constexpr (L4 > 0) {
+        constexpr int L = decltype(rows_c)::value * Yw;
+        if constexpr ((Yh * Yw) % 4 == 0 && L <= 128) {
+            static_assert(L % 4 == 0, "a whole number of 16 bytes");
             if (y16) {
                 const int lane = tid & 31;
-                if (lane < L4) {
+                if (lane < L / 4) {
 #pragma unroll
                     for (int k = 0; k < (M + NT / 32 - 1) / (NT / 32); k++) {
                         const int m = tid / 32 + k * (NT / 32);
@@ -445,11 +438,14 @@ __global__ void __launch_bounds__(64 * MG, MINB)
                             *(float4 *)(yb + m * Yh * Yw + 4 * lane) = *(const float4 *)(Os + m * 4 * Yw + 4 * lane);
                     }
                 }
-                if constexpr (L % 4 != 0) singles(std::integral_constant<int, 4 * L4>());
                 return;
             }
         }
-        singles(std::integral_constant<int, 0>());
+#pragma unroll 2
+        for (int q = tid; q < M * L; q += NT) {
+            const int m = q / L, e = q % L;
+            yb[(size_t)m * Yh * Yw + e] = Os[m * 4 * Yw + e];
+        }
     };
     auto flush = [&](int it) {
         const int n = it / TH, ti = it % TH;
@@ -1083,19 +1079,12 @@ typedef struct {
 template <int M, int H, int W, int K, int P, int EPI, bool U8, int MINB, int R = 1> static wrow_entry wrow_make() {
     static wino_fit fit;
     using G = wrow_geom<M, H, W, K, R>;
-    constexpr int XF = G::xf(U8);
-    static_assert((size_t)(2 * XF + G::VF + (U8 ? 256 : 0)) * sizeof(float) <= 227 * 1024, "a block's shared memory");
-    return wrow_entry{H,
-                      W,
-                      M,
-                      K,
-                      P,
-                      EPI,
-                      U8,
-                      G::NT,
-                      (size_t)(2 * XF + G::VF + (U8 ? 256 : 0)) * sizeof(float),
-                      conv_wino_rows_kernel<M, H, W, K, P, EPI, U8, MINB, R>,
-                      &fit};
+    /* two images, V and the pixels' lut */
+    constexpr size_t smem = (size_t)(2 * G::xf(U8) + G::VF + (U8 ? 256 : 0)) * sizeof(float);
+    static_assert(smem <= 227 * 1024, "a block's shared memory");
+    return wrow_entry{
+        H, W, M, K, P, EPI, U8, G::NT, smem, conv_wino_rows_kernel<M, H, W, K, P, EPI, U8, MINB, R>, &fit,
+    };
 }
 
 /* 2017's first layer, 1 x 28 x 28 -> 50: on pixels fused as its network runs it (tanh, 2/2 max pooling) or with any
