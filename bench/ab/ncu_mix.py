@@ -12,7 +12,9 @@ peak that the launch reached, at the clock ncu ran it at, is the product of thre
   issue   instructions issued over the schedulers' cycles (4 an SM a cycle): the stalls
 and then the stall reasons (ncu's warps stalled for each one, per issued instruction) that cost most; where the CSV
 has them, a second line: the global stores' sectors a request (4 where a warp stores 128 contiguous bytes), the
-sectors written to L2, and the bytes DRAM read and wrote."""
+sectors written to L2, and the bytes DRAM read and wrote; and a third: shared memory's wavefronts for loads and stores,
+each over its instructions (a warp's 16-byte loads without bank conflicts take 4), and both over the SMs' cycles (1
+at most: the pipe full)."""
 import csv
 import sys
 
@@ -84,6 +86,13 @@ def main(argv):
             print("%-16s %-22s global stores: %.1f sectors a request, L2 write sectors %.1f M; DRAM read %.3f GB, "
                   "write %.3f GB" % ("", "", st_sec / st_req, m.get("lts__t_sectors_op_write.sum", 0) / 1e6,
                                      m.get("dram__bytes_read.sum", 0) / 1e9, m["dram__bytes_write.sum"] / 1e9))
+        ldw, stw = m.get("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"), \
+            m.get("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum")
+        ldi, sti = m.get("smsp__inst_executed_op_shared_ld.sum"), m.get("smsp__inst_executed_op_shared_st.sum")
+        if ldw is not None and stw is not None and ldi and sti:
+            print("%-16s %-22s shared memory: loads %.1f M wavefronts (%.2f an instruction), stores %.1f M (%.2f); "
+                  "%.2f wavefronts an SM and cycle" % ("", "", ldw / 1e6, ldw / ldi, stw / 1e6, stw / sti,
+                                                            (ldw + stw) / (sms * cyc)))
 
 
 if __name__ == "__main__":

@@ -98,6 +98,8 @@ MET+=',sm__sass_thread_inst_executed_op_ffma_pred_on.sum'
 MET+=',regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio$'
 MET+=',l1tex__t_requests_pipe_lsu_mem_global_op_st.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum'
 MET+=',lts__t_sectors_op_write.sum,dram__bytes_read.sum,dram__bytes_write.sum'
+MET+=',l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum'
+MET+=',smsp__inst_executed_op_shared_ld.sum,smsp__inst_executed_op_shared_st.sum'
 args=()
 for v in $VARIANTS; do
     variant "$v"
