@@ -82,6 +82,43 @@ static float *host_from(const float *d, size_t n) {
     return h;
 }
 
+/* A convolution's test data: x (B, C, H, W) in [-1, 1], k (M, C, K, K) in [-kb, kb] and bias (M) in [-1, 1], drawn
+ * from the test's random stream in that order; ref, nc_ref_conv's output (B, M, Ho, Wo) with the bias, or without it
+ * where with_bias is 0; the device copies of x, k and bias; and dy, ny + extra floats, every one NaN (all bits set). */
+typedef struct {
+    size_t nx, nk, ny;
+    float *x, *k, *bias, *ref;
+    float *dx, *dk, *db, *dy;
+} conv_data;
+
+static inline conv_data conv_data_make(int B, int C, int H, int W, int M, int K, float kb, int with_bias,
+                                       size_t extra) {
+    conv_data d;
+    d.nx = (size_t)B * C * H * W, d.nk = (size_t)M * C * K * K, d.ny = (size_t)B * M * (H - K + 1) * (W - K + 1);
+    d.x = (float *)xmalloc(d.nx * sizeof(float)), d.k = (float *)xmalloc(d.nk * sizeof(float));
+    d.bias = (float *)xmalloc(M * sizeof(float)), d.ref = (float *)xmalloc(d.ny * sizeof(float));
+    fill(d.x, d.nx, -1.0f, 1.0f);
+    fill(d.k, d.nk, -kb, kb);
+    fill(d.bias, M, -1.0f, 1.0f);
+    nc_ref_conv(d.ref, d.x, d.k, with_bias ? d.bias : NULL, B, C, H, W, M, K);
+    d.dx = (float *)dev_from(d.x, d.nx * sizeof(float)), d.dk = (float *)dev_from(d.k, d.nk * sizeof(float));
+    d.db = (float *)dev_from(d.bias, M * sizeof(float));
+    CU(cudaMalloc((void **)&d.dy, (d.ny + extra) * sizeof(float)));
+    CU(cudaMemset(d.dy, 0xFF, (d.ny + extra) * sizeof(float)));
+    return d;
+}
+
+static inline void conv_data_free(conv_data *d) {
+    CU(cudaFree(d->dx));
+    CU(cudaFree(d->dk));
+    CU(cudaFree(d->db));
+    CU(cudaFree(d->dy));
+    free(d->x);
+    free(d->k);
+    free(d->bias);
+    free(d->ref);
+}
+
 /* out against ref, elementwise within atol + rtol |ref| (NaN never passes): one CHECK, the first misses printed. */
 static inline void check_close(const char *what, const float *out, const float *ref, size_t n, double atol,
                                double rtol) {

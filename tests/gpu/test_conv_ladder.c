@@ -39,18 +39,9 @@ int main(void) {
 
 /* Every version on one shape; versions that do not take the shape must say so with NC_ERR_ARG. */
 static void test_case(int B, int C, int H, int W, int M, int K, int with_bias) {
-    const int Ho = H - K + 1, Wo = W - K + 1;
-    const size_t nx = (size_t)B * C * H * W, nk = (size_t)M * C * K * K, ny = (size_t)B * M * Ho * Wo;
-    float *x = xmalloc(nx * sizeof(float)), *k = xmalloc(nk * sizeof(float)), *bias = xmalloc(M * sizeof(float));
-    float *ref = xmalloc(ny * sizeof(float));
-    const float bound = 1.0f / sqrtf((float)(C * K * K));
-    fill(x, nx, -1.0f, 1.0f);
-    fill(k, nk, -bound, bound);
-    fill(bias, M, -1.0f, 1.0f);
-    nc_ref_conv(ref, x, k, with_bias ? bias : NULL, B, C, H, W, M, K);
-    float *dx = dev_from(x, nx * sizeof(float)), *dk = dev_from(k, nk * sizeof(float));
-    float *db = dev_from(bias, M * sizeof(float)), *dy;
-    CU(cudaMalloc((void **)&dy, ny * sizeof(float)));
+    conv_data d = conv_data_make(B, C, H, W, M, K, 1.0f / sqrtf((float)(C * K * K)), with_bias, 0);
+    const size_t ny = d.ny;
+    float *dx = d.dx, *dk = d.dk, *db = d.db, *dy = d.dy, *ref = d.ref;
     for (int v = 1; v <= nc_cuda_conv_num_versions(); v++) {
         /* The tensor-core versions have tolerances of their own: test_conv_tc.c. */
         if (nc_cuda_conv_version_precision(v) != NC_PRECISION_FP32) continue;
@@ -88,14 +79,7 @@ static void test_case(int B, int C, int H, int W, int M, int K, int with_bias) {
         }
         free(y);
     }
-    CU(cudaFree(dx));
-    CU(cudaFree(dk));
-    CU(cudaFree(db));
-    CU(cudaFree(dy));
-    free(x);
-    free(k);
-    free(bias);
-    free(ref);
+    conv_data_free(&d);
 }
 
 /* Version 6's fused path on one shape: act is NC_TANH, NC_RELU, NC_SIGMOID or -1; pool NC_MAXPOOL, NC_AVGPOOL
@@ -253,16 +237,9 @@ static void check_at_offset(const char *what, const float *dy, const float *ref,
  * and for every rows). */
 static void unpooled_stores_case(int B, int C, int H, int W, int M, int r0, int r1) {
     const int K = 5, Ho = H - K + 1, Wo = W - K + 1;
-    const size_t nx = (size_t)B * C * H * W, nk = (size_t)M * C * K * K, ny = (size_t)B * M * Ho * Wo;
-    float *x = xmalloc(nx * sizeof(float)), *k = xmalloc(nk * sizeof(float)), *bias = xmalloc(M * sizeof(float));
-    float *ref = xmalloc(ny * sizeof(float)), *first = NULL;
-    fill(x, nx, -1.0f, 1.0f);
-    fill(k, nk, -0.2f, 0.2f);
-    fill(bias, M, -1.0f, 1.0f);
-    nc_ref_conv(ref, x, k, bias, B, C, H, W, M, K);
-    float *dx = dev_from(x, nx * sizeof(float)), *dk = dev_from(k, nk * sizeof(float));
-    float *db = dev_from(bias, M * sizeof(float)), *dy;
-    CU(cudaMalloc((void **)&dy, (ny + 8) * sizeof(float)));
+    conv_data d = conv_data_make(B, C, H, W, M, K, 0.2f, 1, 8);
+    const size_t ny = d.ny;
+    float *first = NULL;
     for (int rows = r0; rows <= r1; rows++)
         for (int at = 0; at < 4; at++) {
             char what[128];
@@ -272,19 +249,12 @@ static void unpooled_stores_case(int B, int C, int H, int W, int M, int r0, int 
                      : rows == 3 ? " version 15"
                                  : "",
                      at);
-            CU(cudaMemset(dy, 0xFF, (ny + 8) * sizeof(float)));
+            CU(cudaMemset(d.dy, 0xFF, (ny + 8) * sizeof(float)));
             nc_error err = {0};
-            check_rc(launch_alone(dy + at, dx, dk, db, B, C, H, W, M, K, rows, &err), &err, what);
-            check_at_offset(what, dy, ref, ny, at, &first);
+            check_rc(launch_alone(d.dy + at, d.dx, d.dk, d.db, B, C, H, W, M, K, rows, &err), &err, what);
+            check_at_offset(what, d.dy, d.ref, ny, at, &first);
         }
-    CU(cudaFree(dx));
-    CU(cudaFree(dk));
-    CU(cudaFree(db));
-    CU(cudaFree(dy));
-    free(x);
-    free(k);
-    free(bias);
-    free(ref);
+    conv_data_free(&d);
     free(first);
 }
 
@@ -334,34 +304,19 @@ static void check_run(const char *what, const float *dy, const float *ref, size_
  * order). Written for a pipelined walk across images (tried and left out, docs/PERFORMANCE-LOG.md), kept for the
  * paths as they are. */
 static void test_rows_many_images(int B, int H, int W, int M, int K) {
-    const int Ho = H - K + 1, Wo = W - K + 1;
-    const size_t nx = (size_t)B * H * W, nk = (size_t)M * K * K, ny = (size_t)B * M * Ho * Wo;
-    float *x = xmalloc(nx * sizeof(float)), *k = xmalloc(nk * sizeof(float)), *bias = xmalloc(M * sizeof(float));
-    float *ref = xmalloc(ny * sizeof(float)), *patches = NULL;
-    fill(x, nx, -1.0f, 1.0f);
-    fill(k, nk, -0.2f, 0.2f);
-    fill(bias, M, -1.0f, 1.0f);
-    nc_ref_conv(ref, x, k, bias, B, 1, H, W, M, K);
-    float *dx = dev_from(x, nx * sizeof(float)), *dk = dev_from(k, nk * sizeof(float));
-    float *db = dev_from(bias, M * sizeof(float)), *dy;
-    CU(cudaMalloc((void **)&dy, ny * sizeof(float)));
+    conv_data d = conv_data_make(B, 1, H, W, M, K, 0.2f, 1, 0);
+    const size_t ny = d.ny;
+    float *patches = NULL;
     static const char *const patch[3] = {"2 x 2 patches", "rows of four", "two rows of four"};
     for (int rows = 0; rows <= 2; rows++) {
         char what[128];
         snprintf(what, sizeof what, "%s, %d images of 1 x %d x %d, M %d K %d", patch[rows], B, H, W, M, K);
-        CU(cudaMemset(dy, 0xFF, ny * sizeof(float))); /* NaN: an output not written fails the comparison */
+        CU(cudaMemset(d.dy, 0xFF, ny * sizeof(float))); /* NaN: an output not written fails the comparison */
         nc_error err = {0};
-        check_rc(launch_alone(dy, dx, dk, db, B, 1, H, W, M, K, rows, &err), &err, what);
-        check_run(what, dy, ref, ny, &patches, "2 x 2 patches");
+        check_rc(launch_alone(d.dy, d.dx, d.dk, d.db, B, 1, H, W, M, K, rows, &err), &err, what);
+        check_run(what, d.dy, d.ref, ny, &patches, "2 x 2 patches");
     }
-    CU(cudaFree(dx));
-    CU(cudaFree(dk));
-    CU(cudaFree(db));
-    CU(cudaFree(dy));
-    free(x);
-    free(k);
-    free(bias);
-    free(ref);
+    conv_data_free(&d);
     free(patches);
 }
 

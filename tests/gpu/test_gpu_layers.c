@@ -49,16 +49,9 @@ static float *dev_poisoned(size_t n) {
 
 /* Compares n outputs with the reference; prints the first mismatches and the largest error. */
 static void test_conv_case(int B, int C, int H, int W, int M, int K, int with_bias) {
-    const int Ho = H - K + 1, Wo = W - K + 1;
-    const size_t nx = (size_t)B * C * H * W, nk = (size_t)M * C * K * K, ny = (size_t)B * M * Ho * Wo;
-    float *x = xmalloc(nx * sizeof(float)), *k = xmalloc(nk * sizeof(float)), *bias = xmalloc(M * sizeof(float));
-    float *ref = xmalloc(ny * sizeof(float));
-    const float bound = 1.0f / sqrtf((float)(C * K * K));
-    fill(x, nx, -1.0f, 1.0f);
-    fill(k, nk, -bound, bound);
-    fill(bias, M, -1.0f, 1.0f);
-    nc_ref_conv(ref, x, k, with_bias ? bias : NULL, B, C, H, W, M, K);
-    float *dx = dev_floats(x, nx), *dk = dev_floats(k, nk), *db = dev_floats(bias, M), *dy = dev_poisoned(ny);
+    conv_data d = conv_data_make(B, C, H, W, M, K, 1.0f / sqrtf((float)(C * K * K)), with_bias, 0);
+    const size_t ny = d.ny;
+    float *dx = d.dx, *dk = d.dk, *db = d.db, *dy = d.dy, *ref = d.ref;
     /* Version 1 here; tests/gpu/test_conv_ladder.c checks versions 2 and up the same way. */
     for (int v = 1; v <= 1; v++) {
         nc_error err = {0};
@@ -72,14 +65,7 @@ static void test_conv_case(int B, int C, int H, int W, int M, int K, int with_bi
         check_close(what, y, ref, ny, 1e-4, 1e-4);
         free(y);
     }
-    CU(cudaFree(dx));
-    CU(cudaFree(dk));
-    CU(cudaFree(db));
-    CU(cudaFree(dy));
-    free(x);
-    free(k);
-    free(bias);
-    free(ref);
+    conv_data_free(&d);
 }
 
 static void test_conv(void) {
