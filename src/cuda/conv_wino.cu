@@ -28,7 +28,7 @@
  *     pooling: bias and activations are monotone), pooling, stores. The next item's phase 1a runs in the same
  *     interval between barriers, on the threads phase 3 leaves idle first. Unpooled, where the shared memory has room
  *     (wino_ostage), phase 3 puts the outputs in shared memory, and the block stores them to y during the next item's
- *     phase 1b, a warp a channel's four rows (contiguous in y), 16 bytes a lane: on the H100 (bench/ab/conv_one,
+ *     phase 1b, in y's order (each channel's four rows are contiguous there): on the H100 (bench/ab/conv_one,
  *     2026-11-28) 2018 spring's layer 0.596 -> 0.508 ms and 2019 spring's alone 0.327 -> 0.294, with the copies of
  *     2018 spring's input rows below made a round of channels at a time.
  * Three barriers an item. Measured against version 14 (conv_directc.cu's kernel) in one call (bench/ab/conv_one, H100,
@@ -138,21 +138,35 @@ template <int C, int M, int TW> struct wino_layout {
     static constexpr int CP = (C + 3) / 4 * 4;                              /* V's channels, rounded up to 4 */
     static constexpr int JN = 4 * TW + 4;                                   /* input columns a row of tiles reads */
     static constexpr int VSTR = (TW * CP) % 8 == 4 ? TW * CP : TW * CP + 4; /* V: [xi][t][c], = 4 mod 8 */
-    static constexpr int ASTR = 8 * JN + 3;                                 /* A: [c][row][j], odd (phase 1b) */
+    static constexpr int ARS = JN + 2;                                      /* A's rows (phase 1b, below) */
+    static constexpr int ASTR = 8 * ARS + 3;                                /* A: [c][row][j], odd (phase 1b) */
     static constexpr int PSTR = 68;                                         /* P: [m][t][xi] */
+    /* Where a tile's channels take 8 floats of V, tiles 4 to 7 hold channels 4..7 first, then 0..3: phase 1b's
+     * warps, 8 tiles of 4 channels, then store to distinct banks (tiles t and t + 4 are 32 floats apart). Phase 2's
+     * 16-byte loads take the same 4 channels, from the other half. With A's rows JN + 2 floats apart (JN, a multiple
+     * of 32 on 2018 spring's layer, before), phase 1b's warps that straddle two rows of A load from distinct banks too.
+     * A count of a warp's accesses: phase 1b's loads and stores, 2018 spring's layer 320 -> 224 wavefronts an item,
+     * 2019 spring's 264 -> 248; 2019 fall's unchanged. */
+    static __device__ __forceinline__ int vslot(int t, int c) { return CP == 8 ? c ^ (t & 4) : c; }
     static constexpr int X_F = (C * 8 * JN + 3) / 4 * 4, A_F = (C * ASTR + 3) / 4 * 4, V_F = 64 * VSTR,
                          P_F = M * TW * PSTR;
     static constexpr size_t bytes = (size_t)(X_F + A_F + V_F + P_F) * sizeof(float);
 };
 
-/* Unpooled, a row of tiles' outputs go through shared memory, O[m][i][col] (4 rows of Wo a channel, as y holds them),
- * and out to y as each channel's 4 Wo contiguous floats, where the block's shared memory still fits MINB blocks an SM.
- * Stored by each tile's thread, a warp's stores touched 4 rows of every channel among its tiles, a few bytes of each
- * sector at a time (15 sectors a request; 2018 spring's layer on the H100, 2026-11-28). */
+/* Unpooled, a row of tiles' outputs go through shared memory, O[m][i][col], and out to y as each channel's 4 Wo
+ * contiguous floats, where the block's shared memory still fits MINB blocks an SM. Stored by each tile's thread, a
+ * warp's stores touched 4 rows of every channel among its tiles, a few bytes of each sector at a time (15 sectors a
+ * request; 2018 spring's layer on the H100, 2026-11-28). O's rows are the row of tiles' RS = 4 TW columns (those past
+ * Wo written and not stored), so that phase 3 stores a row of its tile's outputs as 16 bytes; its channels are CS
+ * floats apart, CS / 4 = TW mod 8, so that the 8 lanes (m, t) of a quarter warp, t running fastest, store to distinct
+ * banks. A count of a warp's accesses, 2018 spring's layer: phase 3's stores 209 -> 56 wavefronts an item (Wo floats
+ * a channel's row apart, as float pairs and, for the last tile, floats), the stores to y's loads 52 -> 112 (in y's
+ * order, below). */
 template <int C, int M, int H, int W, int P, int MINB> struct wino_ostage {
-    static constexpr int Wo = wino_geom<H, W, P>::Wo, F = (M * 4 * Wo + 3) / 4 * 4;
+    static constexpr int TW = wino_geom<H, W, P>::TW, RS = 4 * TW, CS = 4 * (RS + ((TW - RS) % 8 + 8) % 8), F = M * CS;
+    static_assert(CS >= 4 * RS && CS / 4 % 8 == TW % 8, "O's channels");
     static constexpr bool on =
-        P == 1 && (wino_layout<C, M, wino_geom<H, W, P>::TW>::bytes + F * sizeof(float) + 1024) * MINB <= 228 * 1024;
+        P == 1 && (wino_layout<C, M, TW>::bytes + F * sizeof(float) + 1024) * MINB <= 228 * 1024;
     static constexpr size_t bytes = on ? F * sizeof(float) : 0;
 };
 
@@ -317,7 +331,7 @@ __global__ void __launch_bounds__(64 * MG, MINB)
             for (int r = 0; r < 8; r++) d[r] = Xs[(c * 8 + r) * JN + j];
             wino_bt(d, v);
 #pragma unroll
-            for (int r = 0; r < 8; r++) As[c * L::ASTR + r * JN + j] = v[r];
+            for (int r = 0; r < 8; r++) As[c * L::ASTR + r * L::ARS + j] = v[r];
         });
     };
     /* Phase 3: A^T P A for (m, t), the epilogue, the stores. */
@@ -393,19 +407,11 @@ __global__ void __launch_bounds__(64 * MG, MINB)
                                         o[2 * pi + 1][2 * pj + 1];
                         if (yr < Yh && yc < Yw) yn[(size_t)yr * Yw + yc] = s / 4.0f;
                     }
-                } else if constexpr (OS::on) { /* into O: rows past Ho written and not stored, columns past Wo not */
-                    float *on = Os + m * 4 * Yw + 4 * t;
+                } else if constexpr (OS::on) { /* into O: rows past Ho and columns past Wo written, not stored */
+                    float *on = Os + m * OS::CS + 4 * t;
 #pragma unroll
-                    for (int i = 0; i < 4; i++) {
-                        if (Yw % 2 == 0 && 4 * t + 4 <= Yw) {
-                            *(float2 *)(on + i * Yw) = make_float2(o[i][0], o[i][1]);
-                            *(float2 *)(on + i * Yw + 2) = make_float2(o[i][2], o[i][3]);
-                        } else {
-#pragma unroll
-                            for (int j = 0; j < 4; j++)
-                                if (4 * t + j < Yw) on[i * Yw + j] = o[i][j];
-                        }
-                    }
+                    for (int i = 0; i < 4; i++)
+                        *(float4 *)(on + i * OS::RS) = make_float4(o[i][0], o[i][1], o[i][2], o[i][3]);
                 } else {
 #pragma unroll
                     for (int i = 0; i < 4; i++)
@@ -419,41 +425,37 @@ __global__ void __launch_bounds__(64 * MG, MINB)
         });
     };
 
-    /* O of item `it` to y (OS::on): a channel's rows 4 ti .. 4 ti + ROWS - 1 are ROWS Wo contiguous floats of y. Where
-     * Ho Wo is a multiple of 4 and y 16-byte aligned, those of every channel and item start 16-byte aligned and are a
-     * whole number of 16 bytes (ROWS Wo is 4 Wo or Ho Wo - 4 ti Wo); there, where they are at most 512 bytes, a warp
-     * takes a channel, a lane 16 bytes. Else a float a thread. */
-    const bool y16 = ((uintptr_t)y & 15) == 0;
-    auto flush_rows = [&](auto rows_c, float *yb) {
-        constexpr int L = decltype(rows_c)::value * Yw;
-        if constexpr ((Yh * Yw) % 4 == 0 && L <= 128) {
-            static_assert(L % 4 == 0, "a whole number of 16 bytes");
-            if (y16) {
-                const int lane = tid & 31;
-                if (lane < L / 4) {
+    /* O of item `it` to y (OS::on): y holds a channel's rows 4 ti .. 4 ti + rows - 1 as rows Wo contiguous floats.
+     * Where Wo is even and y 8-byte aligned (then every pair of a row is), a warp takes a channel at a time, its lanes
+     * that channel's float pairs in y's order: 256 contiguous bytes of y a store. On the H200 (bench/ab/conv_one,
+     * 2026-11-28) 2018 spring's layer with O as above 0.4866 -> 0.4763 ms, 2019 spring's alone 0.2907 -> 0.2863; a
+     * lane a row of 16 bytes of O (its loads in distinct banks, but each store half of every sector of the channel's
+     * rows) 0.4826 and 0.2984. Else a float a thread. */
+    const bool y8 = ((uintptr_t)y & 7) == 0;
+    auto flush = [&](int it) {
+        const int n = it / TH, ti = it % TH, rows = Yh - 4 * ti < 4 ? Yh - 4 * ti : 4;
+        float *yb = y + ((size_t)n * M * Yh + 4 * ti) * Yw;
+        if (Yw % 2 == 0 && y8) {
+            constexpr int PR = Yw / 2; /* pairs a row */
+#pragma unroll
+            for (int h = 0; h < (4 * PR + 31) / 32; h++) {
+                const int u = (tid & 31) + 32 * h, r = u / PR, c = 2 * (u % PR);
+                if (r < rows) {
 #pragma unroll
                     for (int k = 0; k < (M + NT / 32 - 1) / (NT / 32); k++) {
                         const int m = tid / 32 + k * (NT / 32);
-                        if (M % (NT / 32) == 0 || m < M)
-                            *(float4 *)(yb + m * Yh * Yw + 4 * lane) = *(const float4 *)(Os + m * 4 * Yw + 4 * lane);
+                        if (M % (NT / 32) != 0 && m >= M) break;
+                        *(float2 *)(yb + (m * Yh + r) * Yw + c) = *(const float2 *)(Os + m * OS::CS + r * OS::RS + c);
                     }
                 }
-                return;
+            }
+        } else {
+#pragma unroll 2
+            for (int q = tid; q < M * 4 * Yw; q += NT) {
+                const int m = q / (4 * Yw), e = q % (4 * Yw), r = e / Yw, c = e % Yw;
+                if (r < rows) yb[(m * Yh + r) * Yw + c] = Os[m * OS::CS + r * OS::RS + c];
             }
         }
-#pragma unroll 2
-        for (int q = tid; q < M * L; q += NT) {
-            const int m = q / L, e = q % L;
-            yb[(size_t)m * Yh * Yw + e] = Os[m * 4 * Yw + e];
-        }
-    };
-    auto flush = [&](int it) {
-        const int n = it / TH, ti = it % TH;
-        float *yb = y + ((size_t)n * M * Yh + 4 * ti) * Yw;
-        if (Yh % 4 == 0 || 4 * ti + 4 <= Yh)
-            flush_rows(std::integral_constant<int, 4>(), yb);
-        else
-            flush_rows(std::integral_constant<int, (Yh % 4 == 0 ? 4 : Yh % 4)>(), yb);
     };
 
     int it = blockIdx.x;
@@ -479,10 +481,10 @@ __global__ void __launch_bounds__(64 * MG, MINB)
             if (TP > TW && t >= TW) return;
             float d[8], v[8];
 #pragma unroll
-            for (int i = 0; i < 8; i++) d[i] = As[c * L::ASTR + r * JN + 4 * t + i];
+            for (int i = 0; i < 8; i++) d[i] = As[c * L::ASTR + r * L::ARS + 4 * t + i];
             wino_bt(d, v);
 #pragma unroll
-            for (int i = 0; i < 8; i++) Vs[(r * 8 + i) * L::VSTR + t * L::CP + c] = v[i];
+            for (int i = 0; i < 8; i++) Vs[(r * 8 + i) * L::VSTR + t * L::CP + L::vslot(t, c)] = v[i];
         });
         __syncthreads();
         /* Phase 2: P[m][t][xi] = sum over c of U[xi][m][c] V[xi][t][c], the channels in order. */
@@ -494,7 +496,7 @@ __global__ void __launch_bounds__(64 * MG, MINB)
                 float v[L::CP];
 #pragma unroll
                 for (int c4 = 0; c4 < L::CP / 4; c4++) {
-                    const float4 f = *(const float4 *)(vi + t * L::CP + 4 * c4);
+                    const float4 f = *(const float4 *)(vi + t * L::CP + L::vslot(t, 4 * c4));
                     v[4 * c4] = f.x, v[4 * c4 + 1] = f.y, v[4 * c4 + 2] = f.z, v[4 * c4 + 3] = f.w;
                 }
 #pragma unroll

@@ -559,7 +559,7 @@ static void test_winograd(void) {
 }
 
 /* Version 15's unpooled stores (2018 spring's and 2019 spring's layers alone): a row of tiles' outputs go through
- * shared memory and out as each channel's rows, 16 bytes a lane where y is 16-byte aligned, else a float at a time;
+ * shared memory and out as each channel's rows, 8 bytes a lane where y is 8-byte aligned, else a float at a time;
  * 2019 fall's layer alone (whose shared memory holds no room for them) stores each tile's outputs itself. y offset by
  * 0..3 floats, more items than blocks: close to the reference, the same bits at every offset, and the words before and
  * after the output untouched. */
