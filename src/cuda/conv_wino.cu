@@ -145,8 +145,8 @@ template <int C, int M, int TW> struct wino_layout {
      * warps, 8 tiles of 4 channels, then store to distinct banks (tiles t and t + 4 are 32 floats apart). Phase 2's
      * 16-byte loads take the same 4 channels, from the other half. With A's rows JN + 2 floats apart (JN, a multiple
      * of 32 on 2018 spring's layer, before), phase 1b's warps that straddle two rows of A load from distinct banks too.
-     * A count of a warp's accesses: phase 1b's loads and stores, 2018 spring's layer 320 -> 224 wavefronts an item,
-     * 2019 spring's 264 -> 248; 2019 fall's unchanged. */
+     * A count of a warp's accesses (bench/ab/wino_banks.py): phase 1b's loads and stores, 2018 spring's layer 320 ->
+     * 224 wavefronts an item, 2019 spring's 264 -> 248; 2019 fall's unchanged. */
     static __device__ __forceinline__ int vslot(int t, int c) { return CP == 8 ? c ^ (t & 4) : c; }
     static constexpr int X_F = (C * 8 * JN + 3) / 4 * 4, A_F = (C * ASTR + 3) / 4 * 4, V_F = 64 * VSTR,
                          P_F = M * TW * PSTR;
@@ -159,9 +159,9 @@ template <int C, int M, int TW> struct wino_layout {
  * request; 2018 spring's layer on the H100, 2026-11-28). O's rows are the row of tiles' RS = 4 TW columns (those past
  * Wo written and not stored), so that phase 3 stores a row of its tile's outputs as 16 bytes; its channels are CS
  * floats apart, CS / 4 = TW mod 8, so that the 8 lanes (m, t) of a quarter warp, t running fastest, store to distinct
- * banks. A count of a warp's accesses, 2018 spring's layer: phase 3's stores 209 -> 56 wavefronts an item (Wo floats
- * a channel's row apart, as float pairs and, for the last tile, floats), the stores to y's loads 52 -> 112 (in y's
- * order, below). */
+ * banks. A count of a warp's accesses (bench/ab/wino_banks.py), 2018 spring's layer: phase 3's stores 208 -> 56
+ * wavefronts an item (Wo floats a channel's row apart, as float pairs and, for the last tile, floats), the stores to
+ * y's loads 64 -> 112 (in y's order, below). */
 template <int C, int M, int H, int W, int P, int MINB> struct wino_ostage {
     static constexpr int TW = wino_geom<H, W, P>::TW, RS = 4 * TW, CS = 4 * (RS + ((TW - RS) % 8 + 8) % 8), F = M * CS;
     static_assert(CS >= 4 * RS && CS / 4 % 8 == TW % 8, "O's channels");
