@@ -470,7 +470,7 @@ __global__ void __launch_bounds__(64 * MG, MINB)
             if (it != (int)blockIdx.x) flush(it - gridDim.x); /* O holds the item before */
         /* Phase 1b: B across each tile, A -> V; a (channel, tile, row) a thread. Where it takes no more rounds of the
          * block's threads, a warp's lanes go through 8 tiles (those past TW idle) of 4 channels, else the channels
-         * first, t next: with A's channels 8 JN + 3 floats apart (8 JN + 1 before), its loads and V's stores then
+         * first, t next: with A's channels 8 rows and 3 floats apart (1 before), its loads and V's stores then
          * touch fewer banks twice (a count of a warp's accesses: 2019 fall's fused layer 688 -> 384 wavefronts an
          * item, alone 768 -> 384, 2018 spring's 344 -> 320, 2019 spring's 272 -> 264). On the H100 (bench/ab/conv_one,
          * 2026-11-28) 2019 fall's fused layer 1.120 -> 1.081 ms, alone 1.564 -> 1.512; the others within 1.3%. */
