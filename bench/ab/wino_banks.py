@@ -72,12 +72,15 @@ def count(C, M, MG, H, W, MINB, before=False):
 
     phase('1a: X loads', C * JN, lambda q: [((q // JN * 8 + r) * JN + q % JN, 1) for r in range(8)], True)
     phase('1a: A stores', C * JN, lambda q: [(q // JN * ASTR + r * ARS + q % JN, 1) for r in range(8)], True)
-    phase('1b: A loads', C * TP * 8,
-          lambda q: [] if p1b(q)[1] >= TW else
-          [(p1b(q)[0] * ASTR + p1b(q)[2] * ARS + 4 * p1b(q)[1] + i, 1) for i in range(8)])
-    phase('1b: V stores', C * TP * 8,
-          lambda q: [] if p1b(q)[1] >= TW else
-          [((p1b(q)[2] * 8 + i) * VSTR + p1b(q)[1] * CP + vslot(p1b(q)[1], p1b(q)[0]), 1) for i in range(8)])
+    def a_loads(q):
+        c, t, r = p1b(q)
+        return [] if t >= TW else [(c * ASTR + r * ARS + 4 * t + i, 1) for i in range(8)]
+
+    def v_stores(q):
+        c, t, r = p1b(q)
+        return [] if t >= TW else [((r * 8 + i) * VSTR + t * CP + vslot(t, c), 1) for i in range(8)]
+    phase('1b: A loads', C * TP * 8, a_loads)
+    phase('1b: V stores', C * TP * 8, v_stores)
     # phase 2: thread (xi, mg) loads V[xi][t][.] 16 bytes at a time, stores P[m][t][xi]
     # (where C = 2 mod 4 the last two channels as 8 bytes, as ptxas emits the loads of channels the sums use)
     phase('2: V loads', NT, lambda q: [((q & 63) * VSTR + t * CP + vslot(t, 4 * c4), min(4, C - 4 * c4))
@@ -104,7 +107,7 @@ def count(C, M, MG, H, W, MINB, before=False):
     phase('3: O stores', M * TW, o_stores)
     # the stores to y: a warp a channel, before 16 bytes a lane in y's order; now float pairs in y's order
     if before:
-        phase('flush: O loads', M * 32, lambda q: [] if 4 * (q % 32) >= 4 * Yw else [(q // 32 * CS + 4 * (q % 32), 4)])
+        phase('flush: O loads', M * 32, lambda q: [] if q % 32 >= Yw else [(q // 32 * CS + 4 * (q % 32), 4)])
     else:
         PR = Yw // 2
         H2 = (4 * PR + 31) // 32
