@@ -8,7 +8,9 @@
  * scale, and DMMA issued beside conversions or DFMA (do they share a pipe?); 8 independent chains a thread (4 for the
  * m16 shapes), in operations (multiply-adds for DMMA) a cycle an SM. On the H100: m8n8k4 64, m16n8k4 and m16n8k16
  * 127, DFMA 58, FFMA 122, conversions 15; m8n8k4 beside 4 DFMA a DMMA 38 (they share a pipe), beside 2 conversions
- * 60, beside 8 FFMA 51.
+ * 60, beside 8 FFMA 51. A tile's mix of 2018 spring's second layer in such a kernel (16 m16n8k4, the output
+ * transform's rows on DFMA, 4 a DMMA a thread, and 2 conversions a DMMA a thread): 131 cycles an SM a tile; with all of
+ * the output transform on DFMA (6.5 a DMMA, 1.5 conversions): 170. A quarter of cuDNN leaves 159 a tile for everything.
  *
  * What a warp's 16-byte shared-memory load costs as its lanes' addresses (16-byte words) overlap, in cycles an SM a
  * warp's load:
@@ -39,7 +41,20 @@
 
 /* ---------------------------------------------------------------------------------------------------- fp64 paths */
 
-enum { K_DMMA, K_DMMA_M16K4, K_DMMA_M16K16, K_DFMA, K_FFMA, K_CVT, K_DMMA_CVT, K_DMMA_DFMA, K_DMMA_FFMA, K_N };
+enum {
+    K_DMMA,
+    K_DMMA_M16K4,
+    K_DMMA_M16K16,
+    K_DFMA,
+    K_FFMA,
+    K_CVT,
+    K_DMMA_CVT,
+    K_DMMA_DFMA,
+    K_DMMA_FFMA,
+    K_TILE_ROWS,
+    K_TILE_ALL,
+    K_N
+};
 static const char *names[K_N] = {"dmma m8n8k4 (multiply-adds)",
                                  "dmma m16n8k4 (multiply-adds)",
                                  "dmma m16n8k16 (multiply-adds)",
@@ -48,7 +63,9 @@ static const char *names[K_N] = {"dmma m8n8k4 (multiply-adds)",
                                  "cvt f32->f64->f32 (conversions)",
                                  "m8n8k4 + 2 cvt a dmma (dmma's MACs)",
                                  "m8n8k4 + 4 dfma a dmma (dmma's MACs)",
-                                 "m8n8k4 + 8 ffma a dmma (dmma's MACs)"};
+                                 "m8n8k4 + 8 ffma a dmma (dmma's MACs)",
+                                 "tile mix, rows in fp64 (dmma's MACs)",
+                                 "tile mix, all in fp64 (dmma's MACs)"};
 
 template <int KIND> __global__ void rates_kernel(double *out, long long *cycles, int iters) {
     double acc[8][2], q[4][4], a = 1.0 + threadIdx.x * 1e-9, b = 1.0 - threadIdx.x * 1e-9, d[8];
@@ -68,7 +85,7 @@ template <int KIND> __global__ void rates_kernel(double *out, long long *cycles,
                 asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};"
                              : "+d"(acc[k][0]), "+d"(acc[k][1])
                              : "d"(a), "d"(b));
-            if (KIND == K_DMMA_M16K4 && k < 4) /* 4 chains of 512 multiply-adds */
+            if ((KIND == K_DMMA_M16K4 || KIND == K_TILE_ROWS || KIND == K_TILE_ALL) && k < 4) /* 4 chains of 512 */
                 asm volatile("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5}, {%6}, "
                              "{%0, %1, %2, %3};"
                              : "+d"(q[k][0]), "+d"(q[k][1]), "+d"(q[k][2]), "+d"(q[k][3])
@@ -88,6 +105,19 @@ template <int KIND> __global__ void rates_kernel(double *out, long long *cycles,
                 if (KIND == K_DMMA_FFMA)
 #pragma unroll
                     for (int r = 0; r < 3; r++) f[k] = fmaf(f[k], 0.999f, 1e-7f), g[k] = fmaf(g[k], 1.001f, -1e-7f);
+            }
+            /* The fp64 tensor cores' design for 2018 spring's second layer, a tile's mix of work an SM (2026-11-28):
+             * 16 m16n8k4, the output transform's rows on DFMA (2,048 a tile: 4 a DMMA a thread) or all of it (3,264:
+             * 6.4), and the conversions (896 or 640: 1.75 or 1.25 a DMMA a thread; run here as 2 and 1.5). */
+            if (KIND == K_TILE_ROWS || KIND == K_TILE_ALL) {
+                const int n = KIND == K_TILE_ROWS ? 2 : k < 2 ? 4 : 3; /* 16 or 26 an iteration */
+#pragma unroll
+                for (int r = 0; r < n; r++) d[k] = fma(d[k], r & 1 ? a : b, r & 1 ? b : a);
+                if (k < (KIND == K_TILE_ROWS ? 4 : 3)) { /* 8 or 6 conversions an iteration */
+                    double t;
+                    asm volatile("cvt.f64.f32 %0, %1;" : "=d"(t) : "f"(f[k]));
+                    asm volatile("cvt.rn.f32.f64 %0, %1;" : "=f"(f[k]) : "d"(t));
+                }
             }
             if (KIND == K_CVT || KIND == K_DMMA_CVT) {
                 double t;
@@ -112,7 +142,9 @@ static double per_thread_iter(int k) {
     case K_DMMA_CVT:
     case K_DMMA_DFMA:
     case K_DMMA_FFMA: return 8 * 8.0;
-    case K_DMMA_M16K4: return 4 * 16.0;
+    case K_DMMA_M16K4:
+    case K_TILE_ROWS:
+    case K_TILE_ALL: return 4 * 16.0;
     case K_DMMA_M16K16: return 4 * 64.0;
     case K_DFMA: return 8;
     case K_FFMA: return 16;
@@ -201,12 +233,16 @@ int main(void) {
     void (*fns[K_N])(double *, long long *,
                      int) = {rates_kernel<K_DMMA>,     rates_kernel<K_DMMA_M16K4>, rates_kernel<K_DMMA_M16K16>,
                              rates_kernel<K_DFMA>,     rates_kernel<K_FFMA>,       rates_kernel<K_CVT>,
-                             rates_kernel<K_DMMA_CVT>, rates_kernel<K_DMMA_DFMA>,  rates_kernel<K_DMMA_FFMA>};
+                             rates_kernel<K_DMMA_CVT>, rates_kernel<K_DMMA_DFMA>,  rates_kernel<K_DMMA_FFMA>,
+                             rates_kernel<K_TILE_ROWS>, rates_kernel<K_TILE_ALL>};
     for (int k = 0; k < K_N; k++) {
         int at_once = 0;
         const long long c = longest_block(fns[k], out, cyc, h, blocks, &at_once);
-        printf("%-40s %8.1f a cycle an SM (%d blocks an SM at a time)\n", names[k],
-               per_thread_iter(k) * THREADS * at_once * (double)ITERS / (double)c, at_once);
+        const double rate = per_thread_iter(k) * THREADS * at_once * (double)ITERS / (double)c;
+        printf("%-40s %8.1f a cycle an SM (%d blocks an SM at a time)", names[k], rate, at_once);
+        if (k == K_TILE_ROWS || k == K_TILE_ALL) /* a tile: 8,192 of DMMA's multiply-adds */
+            printf(": %.1f cycles a tile", 8192.0 / rate);
+        printf("\n");
     }
     void (*lds[P_N])(float *, long long *, int) = {lds_kernel<P_DISTINCT>, lds_kernel<P_8X4>, lds_kernel<P_8Q>,
                                                    lds_kernel<P_1>, lds_kernel<P_SCALAR>};
