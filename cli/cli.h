@@ -17,6 +17,9 @@ int cli_usage_error(const char *fmt, ...)
     ;
 /* Parses a non-negative int option value; returns 0 and prints the error if it is not one. */
 int cli_parse_int(const char *opt, const char *s, long lo, long hi, long *out);
+/* Parses --devices: a count of GPUs from 1 to NC_MAX_DEVICES, or "all" (NC_ALL_DEVICES); returns 0 and prints the
+ * error if it is neither. */
+int cli_parse_devices(const char *s, int *out);
 /* Whether a backend name is one of the GPU backends (cuda, cudnn). */
 int cli_is_gpu_backend(const char *backend);
 /* For a GPU backend, page-locks ds's images (nc_dataset_pin), so that a run uploads them from where they are. Where

@@ -64,6 +64,7 @@ typedef struct {
     long ns[MAX_NS];
     int n_ns;
     long reps, threads, chunk, conv_kernel, check, device;
+    int devices; /* --devices: the network lines' GPUs (nc_run_opts.devices) */
     int check_only, sweep, peak_set;
     unsigned versions; /* --versions: bit v for conv version v; 0: all */
     double peak_seconds;
@@ -513,6 +514,7 @@ static int bench_on_gpu(const bench_args *a, cJSON *out, nc_error *err) {
         o.n_ns = a->n_ns;
         o.reps = (int)a->reps;
         o.device = (int)a->device;
+        o.devices = a->devices;
         o.data = a->n_models ? &ds : NULL;
         o.check_n = (int)a->check;
         o.sweep = a->sweep;
@@ -560,6 +562,8 @@ static void usage(void) {
         "      --check-only N    that check alone\n"
         "      --versions V[,V...]  time only these conv versions (layer rows and --sweep; cuDNN is always timed)\n"
         "      --device D        GPU index\n"
+        "      --devices N       the whole-network lines on N GPUs from --device on (all: every one), a share of\n"
+        "                        the images each (the layer rows stay on --device)\n"
         "cpu bench:\n"
         "      --threads T       CPU threads (default: OpenMP's)\n"
         "      --chunk B         images per thread chunk (default: the backend's choice)\n"
@@ -583,6 +587,7 @@ static const char *misplaced_option(const bench_args *a, int gpu) {
     if (a->versions) return "--versions";
     if (a->check) return a->check_only ? "--check-only" : "--check";
     if (a->device) return "--device";
+    if (a->devices) return "--devices";
     return NULL;
 }
 
@@ -601,6 +606,7 @@ int cmd_bench(int argc, char **argv) {
         OPT_CHECK,
         OPT_CHECK_ONLY,
         OPT_DEVICE,
+        OPT_DEVICES,
         OPT_VERSIONS
     };
     static const struct option longopts[] = {{"model", required_argument, 0, 'm'},
@@ -615,6 +621,7 @@ int cmd_bench(int argc, char **argv) {
                                              {"check", required_argument, 0, OPT_CHECK},
                                              {"check-only", required_argument, 0, OPT_CHECK_ONLY},
                                              {"device", required_argument, 0, OPT_DEVICE},
+                                             {"devices", required_argument, 0, OPT_DEVICES},
                                              {"versions", required_argument, 0, OPT_VERSIONS},
                                              {"json", required_argument, 0, OPT_JSON},
                                              {"data", required_argument, 0, OPT_DATA},
@@ -673,6 +680,9 @@ int cmd_bench(int argc, char **argv) {
             break;
         case OPT_DEVICE:
             if (!cli_parse_int("--device", optarg, 0, 1024, &a.device)) return EXIT_USAGE;
+            break;
+        case OPT_DEVICES:
+            if (!cli_parse_devices(optarg, &a.devices)) return EXIT_USAGE;
             break;
         case OPT_VERSIONS:
             if (!parse_versions(optarg, &a.versions))

@@ -32,6 +32,7 @@ enum {
     OPT_LOGITS,
     OPT_CHUNK,
     OPT_DEVICE,
+    OPT_DEVICES,
     OPT_NAME,
     OPT_INPUT,
     OPT_LAYERS,
@@ -43,7 +44,8 @@ enum {
     {"model", required_argument, 0, 'm'}, {"backend", required_argument, 0, OPT_BACKEND},                              \
         {"conv-kernel", required_argument, 0, OPT_CONV_KERNEL}, {"threads", required_argument, 0, OPT_THREADS},        \
         {"chunk", required_argument, 0, OPT_CHUNK}, {"device", required_argument, 0, OPT_DEVICE},                      \
-        {"json", no_argument, 0, OPT_JSON}, {"precision", required_argument, 0, OPT_PRECISION}, {                      \
+        {"devices", required_argument, 0, OPT_DEVICES}, {"json", no_argument, 0, OPT_JSON},                            \
+        {"precision", required_argument, 0, OPT_PRECISION}, {                                                          \
         "help", no_argument, 0, 'h'                                                                                    \
     }
 
@@ -78,6 +80,9 @@ static int run_option(run_args *a, int c, const char *arg) {
         if (!cli_parse_int("--device", arg, 0, 1024, &v)) return -1;
         a->opts.device = (int)v;
         return 1;
+    case OPT_DEVICES:
+        if (!cli_parse_devices(arg, &a->opts.devices)) return -1;
+        return 1;
     case OPT_PRECISION: {
         static const char *const names[] = {"fp32", "tf32", "3xtf32", "fp16", "bf16"}; /* NC_PRECISION_* order */
         for (int i = 0; i < 5; i++)
@@ -101,6 +106,8 @@ static const char run_options_help[] =
     "      --threads T       CPU threads (default: OpenMP's, i.e. OMP_NUM_THREADS or all cores)\n"
     "      --chunk B         images per chunk (default: the backend's choice)\n"
     "      --device D        GPU index\n"
+    "      --devices N       GPU backends: spread the images over N GPUs from --device on (all: every one),\n"
+    "                        a contiguous share each, run at once; Op Time is the slowest GPU's\n"
     "      --precision P     cuda backend: fp32 (exact, default); on the tensor cores, opt-in: tf32, fp16 or\n"
     "                        bf16 (reduced precision) or 3xtf32 (near-exact)\n"
     "      --json            print the results as one JSON object\n";
@@ -194,6 +201,8 @@ int eval_main(int argc, char **argv, const eval_hook *hook) {
     }
     if (optind < argc) return cli_usage_error("eval: unexpected argument '%s'", argv[optind]);
     if (!a.model_path) return cli_usage_error("eval: --model FILE is required");
+    if (hook && a.opts.devices != 0 && a.opts.devices != 1)
+        return cli_usage_error("profile: --devices: a profile follows one GPU (--device)");
     if (a.opts.threads) omp_set_num_threads(a.opts.threads);
 
     nc_error err = {0};

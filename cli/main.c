@@ -56,6 +56,22 @@ int cli_parse_int(const char *opt, const char *s, long lo, long hi, long *out) {
     return 1;
 }
 
+int cli_parse_devices(const char *s, int *out) {
+    if (!strcmp(s, "all")) {
+        *out = NC_ALL_DEVICES;
+        return 1;
+    }
+    char *end;
+    errno = 0;
+    const long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < 1 || v > NC_MAX_DEVICES) {
+        cli_usage_error("--devices takes a count of GPUs from 1 to %d, or all, not '%s'", NC_MAX_DEVICES, s);
+        return 0;
+    }
+    *out = (int)v;
+    return 1;
+}
+
 int cli_is_gpu_backend(const char *backend) {
     return !strcmp(backend, "cuda") || !strcmp(backend, "cudnn");
 }

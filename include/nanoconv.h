@@ -118,10 +118,16 @@ typedef struct nc_run_opts {
     int conv_kernel; /* convolution kernel version; 0 = the backend's default (cuda: the fastest exact version
                         for each layer shape, measured once and cached) */
     int device;      /* GPU index */
+    int devices;     /* GPU backends: the GPUs a run's images are spread over, from `device` on: 0 or 1, one; N > 1,
+                        N of them; NC_ALL_DEVICES, every one from `device` on. nc_session_run splits the images into
+                        as many contiguous shares, runs them at once, one GPU each, and gathers the results */
     size_t chunk;    /* images per chunk; 0 = the backend chooses */
     int precision;   /* cuda backend: 0 fp32 (exact, default); on the tensor cores: 1 tf32, 3 fp16, 4 bf16
                         (reduced precision), 2 3xtf32 (near-exact); --precision; other backends ignore it */
 } nc_run_opts;
+
+#define NC_ALL_DEVICES (-1) /* nc_run_opts.devices: every GPU from `device` on */
+#define NC_MAX_DEVICES 64   /* the most GPUs a session spreads a run over */
 
 typedef struct nc_session nc_session;
 
@@ -136,7 +142,9 @@ int nc_session_create(nc_session **out, const nc_model *m, const char *backend, 
 /* Runs the network on n images of (h, w) pixels. The images are resized and
  * scaled as the model says. pred is (n), the argmax of each output (ties to the
  * lowest index); logits, if not NULL, is (n, classes), the final layer's output.
- * t, if not NULL, receives the timings. */
+ * t, if not NULL, receives the timings. On several GPUs (nc_run_opts.devices)
+ * each GPU takes a contiguous share of the images, and a layer's Op Time is the
+ * slowest GPU's time for its share. */
 int nc_session_run(nc_session *s, const uint8_t *images, int n, int h, int w, int *pred, float *logits, nc_timing *t,
                    nc_error *err);
 

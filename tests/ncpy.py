@@ -49,6 +49,16 @@ def data_dir():
     return os.environ.get("NANOCONV_DATA") or "/usr/share/datasets/fashion-mnist"
 
 
+def test_split():
+    """(data dir, t10k image file, t10k label file) of the Fashion-MNIST files; skips (77) where they are missing."""
+    data = data_dir()
+    images = os.path.join(data, "t10k-images-idx3-ubyte.gz")
+    labels = os.path.join(data, "t10k-labels-idx1-ubyte.gz")
+    if not os.path.exists(images):
+        skip(f"no Fashion-MNIST data in {data}; set NANOCONV_DATA")
+    return data, images, labels
+
+
 def write_idx_images(path, images, magic=0x803, compress=False):
     """images: numpy uint8 array (n, h, w)."""
     n, h, w = images.shape

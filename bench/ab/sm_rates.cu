@@ -10,7 +10,11 @@
  * 127, DFMA 58, FFMA 122, conversions 15; m8n8k4 beside 4 DFMA a DMMA 38 (they share a pipe), beside 2 conversions
  * 60, beside 8 FFMA 51. A tile's mix of 2018 spring's second layer in such a kernel (16 m16n8k4, the output
  * transform's rows on DFMA, 4 a DMMA a thread, and 2 conversions a DMMA a thread): 131 cycles an SM a tile; with all of
- * the output transform on DFMA (6.5 a DMMA, 1.5 conversions): 170. A quarter of cuDNN leaves 159 a tile for everything.
+ * the output transform on DFMA (6.5 a DMMA, 1.5 conversions): 170; with both transforms in fp32 on FFMA (11 a DMMA)
+ * and every conversion apart (3 a DMMA): 157. A quarter of cuDNN leaves 159 a tile for everything.
+ * m16n8k4 beside FFMA (an exact GEMM on both pipes?): as many FFMA as DMMA's multiply-adds, 73.8 of each a cycle an
+ * SM, 148 together; twice as many, 45.3 and 91. Beside fp32 -> fp64 conversions alone: 1 a DMMA a thread 115.5, 2
+ * 100.4 (H200, the same SM: every other line here matched the H100's). docs/PERFORMANCE-LOG.md, session 54.
  *
  * What a warp's 16-byte shared-memory load costs as its lanes' addresses (16-byte words) overlap, in cycles an SM a
  * warp's load:
@@ -53,6 +57,11 @@ enum {
     K_DMMA_FFMA,
     K_TILE_ROWS,
     K_TILE_ALL,
+    K_M16_FFMA,
+    K_M16_FFMA2,
+    K_M16_CVT1,
+    K_M16_CVT2,
+    K_TILE_F32,
     K_N
 };
 static const char *names[K_N] = {"dmma m8n8k4 (multiply-adds)",
@@ -65,11 +74,17 @@ static const char *names[K_N] = {"dmma m8n8k4 (multiply-adds)",
                                  "m8n8k4 + 4 dfma a dmma (dmma's MACs)",
                                  "m8n8k4 + 8 ffma a dmma (dmma's MACs)",
                                  "tile mix, rows in fp64 (dmma's MACs)",
-                                 "tile mix, all in fp64 (dmma's MACs)"};
+                                 "tile mix, all in fp64 (dmma's MACs)",
+                                 "m16n8k4 + 16 ffma a dmma (dmma's MACs)",
+                                 "m16n8k4 + 32 ffma a dmma (dmma's MACs)",
+                                 "m16n8k4 + 1 cvt a dmma (dmma's MACs)",
+                                 "m16n8k4 + 2 cvt a dmma (dmma's MACs)",
+                                 "tile mix, transforms in fp32 (dmma's MACs)"};
 
 template <int KIND> __global__ void rates_kernel(double *out, long long *cycles, int iters) {
     double acc[8][2], q[4][4], a = 1.0 + threadIdx.x * 1e-9, b = 1.0 - threadIdx.x * 1e-9, d[8];
     float f[8], g[8];
+    int bits = 0; /* the conversions' results, folded */
 #pragma unroll
     for (int k = 0; k < 8; k++) {
         acc[k][0] = acc[k][1] = d[k] = k * 1e-3;
@@ -85,7 +100,9 @@ template <int KIND> __global__ void rates_kernel(double *out, long long *cycles,
                 asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};"
                              : "+d"(acc[k][0]), "+d"(acc[k][1])
                              : "d"(a), "d"(b));
-            if ((KIND == K_DMMA_M16K4 || KIND == K_TILE_ROWS || KIND == K_TILE_ALL) && k < 4) /* 4 chains of 512 */
+            if ((KIND == K_DMMA_M16K4 || KIND == K_TILE_ROWS || KIND == K_TILE_ALL || KIND == K_M16_FFMA ||
+                 KIND == K_M16_FFMA2 || KIND == K_M16_CVT1 || KIND == K_M16_CVT2 || KIND == K_TILE_F32) &&
+                k < 4) /* 4 chains of 512 */
                 asm volatile("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5}, {%6}, "
                              "{%0, %1, %2, %3};"
                              : "+d"(q[k][0]), "+d"(q[k][1]), "+d"(q[k][2]), "+d"(q[k][3])
@@ -99,6 +116,11 @@ template <int KIND> __global__ void rates_kernel(double *out, long long *cycles,
                 d[k] = fma(d[k], b, a);
                 if (KIND == K_DMMA_DFMA) d[k] = fma(d[k], a, b), d[k] = fma(d[k], b, a), d[k] = fma(d[k], a, b);
             }
+            /* FFMA beside m16n8k4 (an exact GEMM on both pipes?): as many multiply-adds a thread as DMMA's, or twice */
+            if (KIND == K_M16_FFMA || KIND == K_M16_FFMA2)
+#pragma unroll
+                for (int r = 0; r < (KIND == K_M16_FFMA ? 4 : 8); r++)
+                    f[k] = fmaf(f[k], 0.999f, 1e-7f), g[k] = fmaf(g[k], 1.001f, -1e-7f);
             if (KIND == K_FFMA || KIND == K_DMMA_FFMA) {
                 f[k] = fmaf(f[k], 0.999f, 1e-7f);
                 g[k] = fmaf(g[k], 1.001f, -1e-7f);
@@ -119,6 +141,27 @@ template <int KIND> __global__ void rates_kernel(double *out, long long *cycles,
                     asm volatile("cvt.rn.f32.f64 %0, %1;" : "=f"(f[k]) : "d"(t));
                 }
             }
+            /* The same tile with both transforms in fp32 on FFMA (5,568 a tile: 10.9 a DMMA a thread, run as 11) and
+             * every conversion on its own (V's 512 to fp64, D's 1,024 to fp32: 3 a DMMA a thread). */
+            if (KIND == K_TILE_F32) {
+#pragma unroll
+                for (int r = 0; r < (k < 4 ? 6 : 5); r++) f[k] = fmaf(f[k], 0.999f, 1e-7f);
+                if (k < 6) {
+                    double t;
+                    float u;
+                    asm volatile("cvt.f64.f32 %0, %1;" : "=d"(t) : "f"(f[k]));
+                    asm volatile("cvt.rn.f32.f64 %0, %1;" : "=f"(u) : "d"(q[k & 3][k >> 2]));
+                    bits ^= __double2hiint(t) ^ __float_as_int(u);
+                }
+            }
+            /* f32 -> f64 only, 1 or 2 a DMMA a thread, of values that change every iteration (integer adds, off the
+             * FMA pipe), each result folded into an integer: ptxas drops a conversion whose result is unused, asm
+             * volatile or not (this session's first measurement of these lines had none left in its loop). */
+            if ((KIND == K_M16_CVT1 && k < 4) || KIND == K_M16_CVT2) {
+                double t;
+                asm volatile("cvt.f64.f32 %0, %1;" : "=d"(t) : "f"(__int_as_float(0x3f800000 + (i << 3) + k)));
+                bits ^= __double2hiint(t);
+            }
             if (KIND == K_CVT || KIND == K_DMMA_CVT) {
                 double t;
                 asm volatile("cvt.f64.f32 %0, %1;" : "=d"(t) : "f"(f[k]));
@@ -130,6 +173,7 @@ template <int KIND> __global__ void rates_kernel(double *out, long long *cycles,
     double s = 0.0;
 #pragma unroll
     for (int k = 0; k < 8; k++) s += acc[k][0] + acc[k][1] + d[k] + f[k] + g[k] + q[k / 2][k % 2 * 2];
+    s += bits;
     out[blockIdx.x * blockDim.x + threadIdx.x] = s;
     if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
 }
@@ -144,7 +188,12 @@ static double per_thread_iter(int k) {
     case K_DMMA_FFMA: return 8 * 8.0;
     case K_DMMA_M16K4:
     case K_TILE_ROWS:
-    case K_TILE_ALL: return 4 * 16.0;
+    case K_TILE_ALL:
+    case K_M16_FFMA:
+    case K_M16_FFMA2:
+    case K_M16_CVT1:
+    case K_M16_CVT2:
+    case K_TILE_F32: return 4 * 16.0;
     case K_DMMA_M16K16: return 4 * 64.0;
     case K_DFMA: return 8;
     case K_FFMA: return 16;
@@ -234,13 +283,15 @@ int main(void) {
                      int) = {rates_kernel<K_DMMA>,     rates_kernel<K_DMMA_M16K4>, rates_kernel<K_DMMA_M16K16>,
                              rates_kernel<K_DFMA>,     rates_kernel<K_FFMA>,       rates_kernel<K_CVT>,
                              rates_kernel<K_DMMA_CVT>, rates_kernel<K_DMMA_DFMA>,  rates_kernel<K_DMMA_FFMA>,
-                             rates_kernel<K_TILE_ROWS>, rates_kernel<K_TILE_ALL>};
+                             rates_kernel<K_TILE_ROWS>, rates_kernel<K_TILE_ALL>,  rates_kernel<K_M16_FFMA>,
+                             rates_kernel<K_M16_FFMA2>, rates_kernel<K_M16_CVT1>, rates_kernel<K_M16_CVT2>,
+                             rates_kernel<K_TILE_F32>};
     for (int k = 0; k < K_N; k++) {
         int at_once = 0;
         const long long c = longest_block(fns[k], out, cyc, h, blocks, &at_once);
         const double rate = per_thread_iter(k) * THREADS * at_once * (double)ITERS / (double)c;
         printf("%-40s %8.1f a cycle an SM (%d blocks an SM at a time)", names[k], rate, at_once);
-        if (k == K_TILE_ROWS || k == K_TILE_ALL) /* a tile: 8,192 of DMMA's multiply-adds */
+        if (k == K_TILE_ROWS || k == K_TILE_ALL || k == K_TILE_F32) /* a tile: 8,192 of DMMA's multiply-adds */
             printf(": %.1f cycles a tile", 8192.0 / rate);
         printf("\n");
     }

@@ -23,10 +23,15 @@ typedef struct nc_backend {
     int (*create)(void **plan, const nc_model *m, const nc_run_opts *opts, nc_error *err);
     /* Runs n images of (h, w) uint8 pixels (checked by the caller against the
      * model with nc_model_check_input). pred is (n); logits (n, classes) or NULL;
-     * t is zeroed by the caller and filled with conv times and notes. */
+     * t is zeroed by the caller and filled with conv times and notes. A session
+     * on several GPUs runs its plans at once, each from a thread of its own, so
+     * a backend's plans share nothing that a run writes. */
     int (*run)(void *plan, const uint8_t *images, int n, int h, int w, int *pred, float *logits, nc_timing *t,
                nc_error *err);
     void (*destroy)(void *plan);
+    /* The GPU backends: how many GPUs this machine has (NC_ERR_UNAVAILABLE where none), so that a session may
+     * spread a run over several, a plan each (nc_run_opts.devices). NULL for the CPU backends. */
+    int (*device_count)(int *count, nc_error *err);
 } nc_backend;
 
 /* The backends, defined by each one's own source file. The GPU ones exist

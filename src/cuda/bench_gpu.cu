@@ -105,7 +105,8 @@ typedef struct {
     cublasHandle_t blas; /* on stream */
     void *flush;
     int reps, sweep;
-    unsigned versions; /* bit v: version v is timed; 0: all */
+    int device, devices; /* nc_cuda_bench_opts': the GPU, and the GPUs the network lines spread their images over */
+    unsigned versions;   /* bit v: version v is timed; 0: all */
     FILE *out;
     cJSON *rows, *dense, *sweeps; /* the "layers", "dense" and "sweep" arrays, or NULL */
     cJSON *not_taken;             /* "not_taken": versions that refused a layer shape, or NULL */
@@ -854,12 +855,14 @@ void nc_bench_shapes_of(const nc_model *m, nc_bench_shape *shapes, int max, int 
 /* Wall times in ms of nc_session_run on the first n test images, host uint8 to predictions, after a warm-up: the
  * median, min and max of reps runs (ms[0..2]), so that a line's text shows whether it was slow in all its runs or
  * in a few. */
-static int time_network(const nc_model *m, const char *backend, int version, int precision, const nc_dataset *ds, int n,
-                        int reps, int *pred, double ms[3], nc_error *err) {
+static int time_network(const bench *b, const nc_model *m, const char *backend, int version, int precision,
+                        const nc_dataset *ds, int n, int reps, int *pred, double ms[3], nc_error *err) {
     nc_run_opts opts;
     memset(&opts, 0, sizeof opts);
     opts.conv_kernel = version;
     opts.precision = precision;
+    opts.device = b->device;
+    opts.devices = b->devices;
     nc_session *s = NULL;
     int rc = nc_session_create(&s, m, backend, &opts, err);
     if (rc) return rc;
@@ -893,19 +896,24 @@ static int bench_network(bench *b, const nc_model *m, const nc_dataset *ds, int 
     if (!pred) return nc_fail(err, NC_ERR_NOMEM, "out of host memory");
     double t[LINES] = {0}, spread[LINES][3] = {{0}}, acc[LINES] = {0};
     cJSON *rows[LINES] = {0};
-    int rc = NC_OK;
+    int rc = NC_OK, gpus = 1;
+    char on[32] = ""; /* " --devices N" where the lines run on several GPUs */
+    if (b->devices == NC_ALL_DEVICES || b->devices > 1) {
+        gpus = b->devices == NC_ALL_DEVICES ? nc_cuda_gpu_count() - b->device : b->devices;
+        snprintf(on, sizeof on, " --devices %d", gpus);
+    }
     for (int i = 0; i < LINES && !rc; i++) {
         const char *backend = i < NC_PRECISION_COUNT ? "cuda" : "cudnn";
         const int precision = i < NC_PRECISION_COUNT ? i : NC_PRECISION_FP32;
-        rc = time_network(m, backend, 0, precision, ds, n, b->reps < 10 ? b->reps : 10, pred, spread[i], err);
+        rc = time_network(b, m, backend, 0, precision, ds, n, b->reps < 10 ? b->reps : 10, pred, spread[i], err);
         t[i] = spread[i][0];
         if (rc == NC_ERR_UNAVAILABLE && i == NC_PRECISION_COUNT) { /* no cudnn built */
             rc = NC_OK;
             continue;
         }
         if (rc == NC_ERR_ARG) { /* a precision this build's backend refuses */
-            fprintf(b->out, "%-30s %6d  network %s --precision %s: not run: %s\n", m->name, n, backend,
-                    prec_name(precision), err->msg);
+            fprintf(b->out, "%-30s %6d  network %s --precision %s%s: not run: %s\n", m->name, n, backend,
+                    prec_name(precision), on, err->msg);
             t[i] = 0.0, rc = NC_OK;
             continue;
         }
@@ -919,6 +927,7 @@ static int bench_network(bench *b, const nc_model *m, const nc_dataset *ds, int 
             cJSON_AddNumberToObject(rows[i], "conv_kernel", 0);
             cJSON_AddStringToObject(rows[i], "precision", prec_name(precision));
             cJSON_AddBoolToObject(rows[i], "exact", precision == NC_PRECISION_FP32);
+            cJSON_AddNumberToObject(rows[i], "devices", gpus);
             cJSON_AddNumberToObject(rows[i], "ms", t[i]);
             cJSON_AddNumberToObject(rows[i], "min_ms", spread[i][1]);
             cJSON_AddNumberToObject(rows[i], "max_ms", spread[i][2]);
@@ -932,9 +941,9 @@ static int bench_network(bench *b, const nc_model *m, const nc_dataset *ds, int 
         const int precision = i < NC_PRECISION_COUNT ? i : NC_PRECISION_FP32;
         char note[96];
         precision_note(precision, note, sizeof note);
-        fprintf(b->out, "%-30s %6d  network %-5s --precision %-6s %10.3f ms (%.3f-%.3f)  correctness %.4f", m->name, n,
-                i < NC_PRECISION_COUNT ? "cuda" : "cudnn", prec_name(precision), t[i], spread[i][1], spread[i][2],
-                acc[i]);
+        fprintf(b->out, "%-30s %6d  network %-5s --precision %-6s%s %10.3f ms (%.3f-%.3f)  correctness %.4f", m->name,
+                n, i < NC_PRECISION_COUNT ? "cuda" : "cudnn", prec_name(precision), on, t[i], spread[i][1],
+                spread[i][2], acc[i]);
         if (i < NC_PRECISION_COUNT && dnn > 0.0) fprintf(b->out, "  %.2fx the cudnn backend", dnn / t[i]);
         fprintf(b->out, "%s%s\n", note[0] ? "  " : "", note);
         if (rows[i]) cJSON_AddNumberToObject(rows[i], "vs_cudnn_backend", dnn > 0.0 ? dnn / t[i] : 0.0);
@@ -965,6 +974,7 @@ static int check_network(bench *b, const nc_model *m, const nc_dataset *ds, int 
         memset(&opts, 0, sizeof opts);
         opts.conv_kernel = v;
         opts.precision = nc_cuda_conv_version_precision(v);
+        opts.device = b->device;
         rc = nc_session_create(&s, m, "cuda", &opts, err);
         if (!rc) {
             rc = nc_session_run(s, ds->images, n, ds->h, ds->w, pred, NULL, NULL, err);
@@ -1073,6 +1083,8 @@ int nc_cuda_bench(const nc_cuda_bench_opts *o, FILE *out, cJSON *json, nc_error 
     b.reps = o->reps < 3 ? 3 : o->reps;
     b.sweep = o->sweep;
     b.versions = o->versions;
+    b.device = o->device;
+    b.devices = o->devices;
     CUDA_RET(cudaSetDevice(o->device));
 #ifdef NC_HAVE_CUDNN
     rc = nc_vendor_load(&lib, NC_VENDOR_CUBLAS | NC_VENDOR_CUDNN, err);

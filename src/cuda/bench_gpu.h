@@ -46,6 +46,7 @@ typedef struct nc_cuda_bench_opts {
     int n_ns;
     int reps;               /* most timed runs a row (fewer where one run takes long); at least 3 */
     int device;             /* GPU index */
+    int devices;            /* the network lines on this many GPUs from device on (nc_run_opts.devices; 0: one) */
     const nc_dataset *data; /* test images for the whole-network lines and the check; NULL: neither */
     int check_n;            /* images on which each version's predictions are compared with cpu-ref (0: none) */
     int sweep;              /* also time every nc_conv_tc_tunings() tuning of the tensor-core versions */

@@ -9,15 +9,23 @@
 #include "cuda/gpu_plan.h"
 #include "cuda/host_copy.h"
 
-/* Selects the device, or says why there is none. */
-static int gpu_select(int device, nc_error *err) {
-    int count = 0;
-    const cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess || count == 0) {
+int nc_gpu_device_count(int *count, nc_error *err) {
+    *count = 0;
+    const cudaError_t e = cudaGetDeviceCount(count);
+    if (e != cudaSuccess || *count == 0) {
         (void)cudaGetLastError();
+        *count = 0;
         return nc_fail(err, NC_ERR_UNAVAILABLE, "no CUDA GPU found (cudaGetDeviceCount: %s); use --backend cpu",
                        e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
     }
+    return NC_OK;
+}
+
+/* Selects the device, or says why there is none. */
+static int gpu_select(int device, nc_error *err) {
+    int count;
+    const int rc = nc_gpu_device_count(&count, err);
+    if (rc) return rc;
     if (device < 0 || device >= count)
         return nc_fail(err, NC_ERR_ARG, "--device %d: this machine has %d CUDA GPU%s (0..%d)", device, count,
                        count == 1 ? "" : "s", count - 1);

@@ -88,6 +88,10 @@ static inline int nc_gpu_reads_pixels(const nc_gpu *g, int h, int w) {
     return g->raw_input && h == g->m->input.h && w == g->m->input.w;
 }
 
+/* How many CUDA GPUs the machine has; NC_ERR_UNAVAILABLE with "no CUDA GPU found" where none (the GPU backends'
+ * device_count). */
+int nc_gpu_device_count(int *count, nc_error *err);
+
 /* Selects the device (NC_ERR_UNAVAILABLE with "no CUDA GPU found" where there
  * is none), creates the stream and events, uploads the parameters and sizes
  * the chunks: opts->chunk, else as many images as fit in `share` of the free

@@ -413,9 +413,9 @@ static int dnn_run(void *plan, const uint8_t *images, int n, int h, int w, int *
     return rc;
 }
 
-/* Positional, as C++17 has no designated initialisers: name, description, create, run, destroy. */
+/* Positional, as C++17 has no designated initialisers: name, description, create, run, destroy, device_count. */
 extern "C" const nc_backend nc_backend_cudnn = {
     "cudnn",     "cuDNN convolution, activation, pooling and softmax, cuBLAS dense layers (the vendor baseline)",
     dnn_create,  dnn_run,
-    dnn_destroy,
+    dnn_destroy, nc_gpu_device_count,
 };

@@ -277,7 +277,8 @@ int nc_dataset_pin(nc_dataset *ds, nc_error *err) {
     if (ds->pinned || !ds->images || ds->n <= 0) return NC_OK;
 #ifdef NC_HAVE_CUDA
     const size_t bytes = (size_t)ds->n * (size_t)ds->h * (size_t)ds->w;
-    const cudaError_t e = cudaHostRegister(ds->images, bytes, cudaHostRegisterDefault);
+    /* Portable: page-locked for every GPU's context, as a session may spread a run over several */
+    const cudaError_t e = cudaHostRegister(ds->images, bytes, cudaHostRegisterPortable);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         return nc_fail(err, NC_ERR_UNAVAILABLE, "page-locking %zu bytes of images: %s", bytes, cudaGetErrorString(e));

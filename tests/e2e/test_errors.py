@@ -109,6 +109,16 @@ with tempfile.TemporaryDirectory() as d:
            "missing model file")
     expect(["eval", "--model", model, "--data", good, "-n", "zero"], ["-n"], "bad -n")
 
+    # --devices: a count of GPUs or all, for the GPU backends only (tests/gpu/test_devices.py runs it on GPUs).
+    for bad in ("0", "-1", "two", "65"):
+        expect(["eval", "--model", model, "--data", good, "--devices", bad], ["--devices", bad], f"--devices {bad}")
+    expect(["eval", "--model", model, "--data", good, "--backend", "cpu", "--devices", "2"],
+           ["--devices", "backend 'cpu' runs on the cpu"], "--devices on a CPU backend")
+    expect(["bench", "--model", model, "--backend", "cpu", "--devices", "2"], ["--devices"], "bench --devices on the cpu")
+    one = ncpy.run(["eval", "--model", model, "--data", good, "--backend", "cpu-ref", "--devices", "1"], check=False)
+    chk.check(one.returncode == 0 and ok.stdout.splitlines()[-1] == one.stdout.splitlines()[-1],
+              f"--devices 1 on a CPU backend runs as without it: {one.stderr}")
+
     # predict writes no partial logits file when it fails.
     out = os.path.join(d, "logits.f32")
     expect(["predict", "--model", small, "--images", os.path.join(good, img), "--labels", os.path.join(good, lab),

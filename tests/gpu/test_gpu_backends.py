@@ -34,11 +34,7 @@ import ncpy  # noqa: E402
 
 exe = ncpy.nanoconv()
 backends = ncpy.require_gpu()
-data = ncpy.data_dir()
-images = os.path.join(data, "t10k-images-idx3-ubyte.gz")
-labels = os.path.join(data, "t10k-labels-idx1-ubyte.gz")
-if not os.path.exists(images):
-    ncpy.skip(f"no Fashion-MNIST data in {data}; set NANOCONV_DATA")
+data, images, labels = ncpy.test_split()
 gpu_backends = [b for b in ("cuda", "cudnn") if b in backends]
 
 # The course's architectures (docs/DESIGN.md). Two end without softmax so that raw logits are compared too.

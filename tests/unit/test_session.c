@@ -1,4 +1,4 @@
-/* Sessions and the backend interface: argmax ties, chunking, timings, input checks, backend names. */
+/* Sessions and the backend interface: argmax ties, chunking, timings, input checks, --devices, backend names. */
 #include <stdint.h>
 
 #include "core/backend.h"
@@ -61,6 +61,43 @@ static void test_chunks_and_timing(void) {
     nc_model_free(m);
 }
 
+/* nc_run_opts.devices: one GPU's worth (0, 1) runs as without it on any backend; more, or all, only on a GPU backend
+ * (tests/gpu/test_devices.py runs them there); a CPU backend and a count below "all" are refused, naming the option.
+ * Without a GPU (CI) a GPU backend says so. */
+static void test_devices(void) {
+    nc_error err = {0};
+    nc_model *m = NULL;
+    if (nc_model_build(&m, "t", "1x8x8 unit", "conv 2 3; flatten; dense 10", &err)) {
+        CHECK(0);
+        return;
+    }
+    nc_model_init_seeded(m, 3);
+    uint8_t img[3 * 64] = {0};
+    int pred[3];
+    for (int d = 0; d <= 1; d++) {
+        nc_session *s = NULL;
+        const nc_run_opts one = {.devices = d};
+        CHECK(nc_session_create(&s, m, "cpu-ref", &one, &err) == NC_OK);
+        CHECK(s && nc_session_run(s, img, 3, 8, 8, pred, NULL, NULL, &err) == NC_OK);
+        nc_session_free(s);
+    }
+    const int bad[] = {2, NC_ALL_DEVICES, NC_ALL_DEVICES - 1};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        nc_session *s = NULL;
+        const nc_run_opts o = {.devices = bad[i]};
+        CHECK(nc_session_create(&s, m, "cpu", &o, &err) == NC_ERR_ARG && s == NULL);
+        CHECK_MSG(err, "--devices");
+    }
+    if (nc_backend_find("cuda")) {
+        nc_session *s = NULL;
+        const nc_run_opts two = {.devices = 2, .device = 1000};
+        const int rc = nc_session_create(&s, m, "cuda", &two, &err);
+        /* no GPU: unavailable; GPUs: device 1000 is past them */
+        CHECK((rc == NC_ERR_UNAVAILABLE || rc == NC_ERR_ARG) && s == NULL);
+    }
+    nc_model_free(m);
+}
+
 static void test_backend_names(void) {
     const char *const *names = nc_backend_names();
     CHECK(names[0] && !strcmp(names[0], "cpu-ref"));
@@ -72,6 +109,7 @@ static void test_backend_names(void) {
 int main(void) {
     test_argmax();
     test_chunks_and_timing();
+    test_devices();
     test_backend_names();
     return nc_test_done("test_session");
 }
