@@ -44,27 +44,27 @@ int cli_usage_error(const char *fmt, ...) {
     return EXIT_USAGE;
 }
 
-int cli_parse_int(const char *opt, const char *s, long lo, long hi, long *out) {
+/* Whether s is a whole decimal integer from lo to hi (*out gets it); says nothing. */
+static int parse_long_in(const char *s, long lo, long hi, long *out) {
     char *end;
     errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) {
-        cli_usage_error("%s takes an integer from %ld to %ld, not '%s'", opt, lo, hi, s);
-        return 0;
-    }
+    const long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return 0;
     *out = v;
     return 1;
 }
 
+int cli_parse_int(const char *opt, const char *s, long lo, long hi, long *out) {
+    if (parse_long_in(s, lo, hi, out)) return 1;
+    cli_usage_error("%s takes an integer from %ld to %ld, not '%s'", opt, lo, hi, s);
+    return 0;
+}
+
 int cli_parse_devices(const char *s, int *out) {
-    if (!strcmp(s, "all")) {
-        *out = NC_ALL_DEVICES;
-        return 1;
-    }
-    char *end;
-    errno = 0;
-    const long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < 1 || v > NC_MAX_DEVICES) {
+    long v;
+    if (!strcmp(s, "all"))
+        v = NC_ALL_DEVICES;
+    else if (!parse_long_in(s, 1, NC_MAX_DEVICES, &v)) {
         cli_usage_error("--devices takes a count of GPUs from 1 to %d, or all, not '%s'", NC_MAX_DEVICES, s);
         return 0;
     }

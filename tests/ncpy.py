@@ -3,6 +3,7 @@
 Kept small on purpose: the tests must not depend on the code they check, so
 these writers are independent of src/io/.
 """
+import array
 import gzip
 import json
 import os
@@ -47,6 +48,14 @@ def require_gpu():
 
 def data_dir():
     return os.environ.get("NANOCONV_DATA") or "/usr/share/datasets/fashion-mnist"
+
+
+def read_f32(path):
+    """The float32 values of a raw file (nanoconv predict --logits writes one), as array('f')."""
+    values = array.array("f")
+    with open(path, "rb") as f:
+        values.frombytes(f.read())
+    return values
 
 
 def test_split():

@@ -987,10 +987,10 @@ __global__ void __launch_bounds__(wr7_geom<C, M, H, W, P, NW, WT, CS>::NT, MINB)
 typedef void (*wino_fn)(float *, const float *, const float *, const float *, int, int, int);
 
 /* What a kernel's launches need of a device, found at its first launch there: a slot a device, so that sessions
- * running on several GPUs at once, a host thread each (nc_session_run), never share one. */
-#define WINO_FIT_DEVICES 64 /* NC_MAX_DEVICES; a device past them asks the runtime at every launch */
+ * running on several GPUs at once, a host thread each (nc_session_run), never share one. A device past
+ * NC_MAX_DEVICES asks the runtime at every launch. */
 typedef struct {
-    int blocks[WINO_FIT_DEVICES]; /* resident blocks on the whole device; 0: not yet */
+    int blocks[NC_MAX_DEVICES]; /* resident blocks on the whole device; 0: not yet */
 } wino_fit;
 
 typedef struct {
@@ -1141,8 +1141,8 @@ static const wrow_entry *wrow_for(int H, int W, int M, int K, const nc_conv_epil
 static int wino_blocks(const void *fn, int threads, size_t smem, wino_fit *fit, int *blocks, nc_error *err) {
     int device = 0;
     CUDA_RET(cudaGetDevice(&device));
-    int *slot = device < WINO_FIT_DEVICES ? &fit->blocks[device] : blocks;
-    if (device >= WINO_FIT_DEVICES || *slot == 0) {
+    int *slot = device < NC_MAX_DEVICES ? &fit->blocks[device] : blocks;
+    if (device >= NC_MAX_DEVICES || *slot == 0) {
         int sms = 0, per_sm = 0;
         CUDA_RET(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         CUDA_RET(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));

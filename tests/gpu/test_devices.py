@@ -55,9 +55,7 @@ def predict(model, n, extra, backend="cuda"):
     if p.returncode != 0:
         return None, None
     pred = [int(x) for x in json.loads(p.stdout)["predictions"]]
-    logits = array.array("f")
-    with open(out, "rb") as f:
-        logits.frombytes(f.read())
+    logits = ncpy.read_f32(out)
     return pred, logits
 
 

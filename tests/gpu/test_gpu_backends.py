@@ -20,7 +20,6 @@ Seeded random weights on raw 0..255 pixels saturate tanh: the accuracy is meanin
 comparison is not. Skips (77) where nanoconv was built without cuda or there is no GPU.
 Environment: NANOCONV (the CLI), NANOCONV_DATA (the Fashion-MNIST .gz files).
 """
-import array
 import json
 import os
 import re
@@ -75,9 +74,7 @@ def predict(model, backend, extra=()):
         return None, None
     j = json.loads(p.stdout)
     pred = [int(x) for x in j["predictions"]]
-    logits = array.array("f")
-    with open(out, "rb") as f:
-        logits.frombytes(f.read())
+    logits = ncpy.read_f32(out)
     ops = ", ".join(f"{t * 1e3:.3f} ms" + (f" ({n})" if n else "") for t, n in zip(j["op_times"], j["op_notes"]))
     print(f"  {backend:8} {' '.join(extra):12} {secs:6.2f} s  Op Times: {ops}")
     return pred, logits
