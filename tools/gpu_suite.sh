@@ -72,6 +72,13 @@ if command -v compute-sanitizer >/dev/null; then
                 --error-exitcode 1 $BIN/test_dense_tc
         done
     fi
+    # The fp32 dense layer on int8 slices (dense_i8.cu): its cp.async and wgmma pipelines, the split's atomics.
+    if [ -x $BIN/test_dense_i8 ]; then
+        for tool in $tools; do
+            NC_GPU_TEST_QUICK=1 run $tool-dense-i8 compute-sanitizer --tool $tool --report-api-errors no \
+                --error-exitcode 1 $BIN/test_dense_i8
+        done
+    fi
     # The convolution's: the zoo's first layers (the fixed-shape kernels' staged outputs and bulk copies), and the
     # exact versions' copies ahead: rings of channel planes and team barriers on layers of several channels
     # (conv_directc.cu), the next band of one-channel layers, pixels aligned or not (conv_direct.cu).

@@ -20,7 +20,8 @@ rm -rf "$D" && mkdir -p "$D/lib" "$D/data"
 strip -o "$D/libnanoconv.so" "$B/libnanoconv.so"
 if command -v xz >/dev/null; then xz -9e "$D/libnanoconv.so"; else gzip -9 "$D/libnanoconv.so"; fi
 strip -o "$D/nanoconv" "$B/nanoconv"
-for t in "$B"/tests/test_conv_ladder "$B"/tests/test_conv_tc "$B"/tests/test_dense_tc "$B"/tests/test_gpu_layers; do
+for t in "$B"/tests/test_conv_ladder "$B"/tests/test_conv_tc "$B"/tests/test_dense_tc "$B"/tests/test_dense_i8 \
+    "$B"/tests/test_gpu_layers; do
     [ -x "$t" ] && strip -o "$D/$(basename "$t")" "$t"
 done
 cp -a "$L"/libcjson.so.1* "$D/lib/"

@@ -14,7 +14,9 @@
  * the uint8 pixels straight from the upload buffer. --precision tf32 / 3xtf32 (opts->precision) trade
  * exactness for the tensor cores: the convolutions on versions 7 / 8 (conv_tc.cu, fused likewise; Op
  * Time's note adds "tf32" / "3xtf32") and every dense layer of more than 32 outputs on dense_tc.cu's GEMM
- * (narrower ones stay exact fp32, which is faster there).
+ * (narrower ones stay exact fp32, which is faster there). At fp32 those dense layers run on the int8 tensor cores
+ * (dense_i8.cu: operands cut into three 8-bit slices, sums exact in int32, errors below the fp32 sums'), the
+ * narrower ones on layers.cu's SIMT kernels.
  */
 #include <nvtx3/nvToolsExt.h>
 #include <stdio.h>
@@ -63,6 +65,8 @@ typedef struct {
     int precision;                 /* NC_PRECISION_*: of the dense layers (the conv's is its version's) */
     nc_conv_lut lut;               /* the model's pixel scaling, for a first layer reading uint8 */
     void *dense_w[NC_MAX_LAYERS];  /* per dense layer, its weights prepared for the tensor cores, or NULL */
+    void *i8_scratch;              /* the fp32 dense layers' scratch on int8 slices (dense_i8.cu), grown as needed */
+    size_t i8_scratch_bytes;
 } cuda_plan;
 
 /* How conv layer li runs on a chunk whose first layer reads uint8 pixels (u8) or floats. The tuner times the first
@@ -132,6 +136,27 @@ static void cuda_plan_fusion(cuda_plan *p) {
     p->g.raw_input = m->n_layers > 0 && m->layers[0].kind == NC_CONV && p->conv[0].fused > 0;
 }
 
+/* An fp32 dense layer on int8 slices (dense_i8.cu), its scratch grown to what B rows need (once a chunk size: the
+ * stream is waited for before the old one is freed). */
+static int cuda_dense_i8(cuda_plan *p, int li, float *y, const float *x, int B, nc_error *err) {
+    nc_gpu *g = &p->g;
+    const nc_layer *l = &g->m->layers[li];
+    const int IN = (int)nc_shape_size(l->in);
+    size_t need = 0;
+    int rc = nc_cuda_dense_i8_scratch_size(&need, B, IN, l->m, 0, NC_DENSE_I8_AUTO, err);
+    if (rc) return rc;
+    if (need > p->i8_scratch_bytes) {
+        CUDA_RET(cudaStreamSynchronize(g->stream));
+        cudaFree(p->i8_scratch);
+        p->i8_scratch = NULL;
+        p->i8_scratch_bytes = 0;
+        CUDA_RET(cudaMalloc(&p->i8_scratch, need));
+        p->i8_scratch_bytes = need;
+    }
+    return nc_cuda_dense_i8_forward_prepared(y, x, p->dense_w[li], g->bias[li], B, IN, l->m, p->i8_scratch,
+                                             p->i8_scratch_bytes, 0, NC_DENSE_I8_AUTO, g->stream, err);
+}
+
 static int cuda_layer(cuda_plan *p, int li, int B, float *y, const float *x, nc_error *err) {
     nc_gpu *g = &p->g;
     const nc_layer *l = &g->m->layers[li];
@@ -166,9 +191,10 @@ static int cuda_layer(cuda_plan *p, int li, int B, float *y, const float *x, nc_
     case NC_AVGPOOL:
         return nc_cuda_pool_forward(l->kind, y, x, B, l->in.c, l->in.h, l->in.w, l->p, l->s, g->stream, err);
     case NC_DENSE:
-        if (!p->dense_w[li]) /* fp32, or a layer too narrow for the tensor cores (cuda_prepare_dense) */
+        if (!p->dense_w[li]) /* a layer too narrow for the tensor cores, or too wide for int8 slices */
             return nc_cuda_dense_forward(y, x, g->weight[li], g->bias[li], B, (int)nc_shape_size(l->in), l->m,
                                          g->stream, err);
+        if (p->precision == NC_PRECISION_FP32) return cuda_dense_i8(p, li, y, x, B, err);
         return nc_cuda_dense_tc_forward_prepared(p->precision, y, x, p->dense_w[li], g->bias[li], B,
                                                  (int)nc_shape_size(l->in), l->m, g->stream, err);
     case NC_SOFTMAX: return nc_cuda_softmax_forward(y, x, B, (int)nc_shape_size(l->in), g->stream, err);
@@ -198,23 +224,33 @@ static int cuda_forward(void *ctx, nc_gpu *g, int from, int to, size_t i0, int B
 }
 
 /* Outputs a dense layer needs for the tensor cores to pay. Narrower ones (the zoo's last layers, 10 and 32 wide) fill
- * at most a quarter of the GEMM's 128 columns, and the exact fp32 kernel was faster on every one of them at every
+ * at most a quarter of the GEMM's 128 columns, and the SIMT fp32 kernel was faster on every one of them at every
  * precision (the 2017 model's 500x10 layer at N = 10000: 0.021 ms against 0.029 at tf32 and 0.038 at 3xtf32); on
- * every layer of 140 outputs or more it was slower (bench of 2026-11-26 03:28, H100). */
+ * every layer of 140 outputs or more it was slower (bench of 2026-11-26 03:28, H100). The int8 slices at fp32 likewise
+ * (H200, 2026-11-28: 1024x32 0.063 against 0.037, 500x10 0.045 against 0.021; 1296x140 0.112 against 0.119, and
+ * 1.4 to 2.9 times as fast on the wider zoo layers). */
 #define DENSE_TC_MIN_OUT 33
 
-/* The dense layers' weights in the tensor cores' format, converted once (dense_tc.cu): reduced precisions only, and
- * layers of DENSE_TC_MIN_OUT outputs or more (the others run in exact fp32: dense_w stays NULL). */
+/* The dense layers' weights prepared once, for layers of DENSE_TC_MIN_OUT outputs or more (the others run on
+ * layers.cu's SIMT kernels: dense_w stays NULL): at fp32 cut into int8 slices (dense_i8.cu; a layer of more than
+ * NC_DENSE_I8_MAX_IN inputs stays on the SIMT kernels), at the reduced precisions in the tensor cores' format
+ * (dense_tc.cu). Which kernel runs a layer depends on its shape only, never on B, so that a row of logits is the same
+ * bits in a chunk of any size. */
 static int cuda_prepare_dense(cuda_plan *p, nc_error *err) {
     const nc_model *m = p->g.m;
-    if (p->precision == NC_PRECISION_FP32) return NC_OK;
     for (int li = 0; li < m->n_layers; li++) {
         const nc_layer *l = &m->layers[li];
         if (l->kind != NC_DENSE || l->m < DENSE_TC_MIN_OUT) continue;
         const int IN = (int)nc_shape_size(l->in);
-        CUDA_RET(cudaMalloc(&p->dense_w[li], nc_cuda_dense_tc_prepared_size(p->precision, IN, l->m)));
-        const int rc =
-            nc_cuda_dense_tc_prepare(p->precision, p->dense_w[li], p->g.weight[li], IN, l->m, p->g.stream, err);
+        int rc;
+        if (p->precision == NC_PRECISION_FP32) {
+            if (IN > NC_DENSE_I8_MAX_IN) continue;
+            CUDA_RET(cudaMalloc(&p->dense_w[li], nc_cuda_dense_i8_prepared_size(IN, l->m)));
+            rc = nc_cuda_dense_i8_prepare(p->dense_w[li], p->g.weight[li], IN, l->m, p->g.stream, err);
+        } else {
+            CUDA_RET(cudaMalloc(&p->dense_w[li], nc_cuda_dense_tc_prepared_size(p->precision, IN, l->m)));
+            rc = nc_cuda_dense_tc_prepare(p->precision, p->dense_w[li], p->g.weight[li], IN, l->m, p->g.stream, err);
+        }
         if (rc) return rc;
     }
     return NC_OK;
@@ -225,6 +261,7 @@ static void cuda_destroy(void *plan) {
     if (!p) return;
     for (int li = 0; li < NC_MAX_LAYERS; li++)
         if (p->dense_w[li]) cudaFree(p->dense_w[li]);
+    cudaFree(p->i8_scratch);
     nc_gpu_close(&p->g);
     free(p);
 }

@@ -726,14 +726,20 @@ typedef struct {
     cublasHandle_t h;
     int precision; /* ours: the GEMM's NC_PRECISION_*; cuBLAS: FP32 (default math) or TF32 (tensor-op math) */
     int blas;      /* cuBLAS rather than ours */
+    int i8;        /* ours at fp32 on int8 slices (dense_i8.cu) rather than the SIMT kernels */
     float *y, *x, *w, *bias;
-    void *wp; /* w prepared for precision (ours on the tensor cores): converted once, outside the timing */
+    void *wp; /* w prepared for precision (ours on the tensor cores, or in int8 slices): once, outside the timing */
+    void *scratch; /* the int8 slices' */
+    size_t scratch_bytes;
     int B, IN, OUT;
 } dense_ctx;
 
 static int op_dense(void *ctx, cudaStream_t s, nc_error *err) {
     dense_ctx *g = (dense_ctx *)ctx;
     if (!g->blas) {
+        if (g->i8)
+            return nc_cuda_dense_i8_forward_prepared(g->y, g->x, g->wp, g->bias, g->B, g->IN, g->OUT, g->scratch,
+                                                     g->scratch_bytes, 0, NC_DENSE_I8_AUTO, s, err);
         if (g->precision == NC_PRECISION_FP32)
             return nc_cuda_dense_forward(g->y, g->x, g->w, g->bias, g->B, g->IN, g->OUT, s, err);
         return nc_cuda_dense_tc_forward_prepared(g->precision, g->y, g->x, g->wp, g->bias, g->B, g->IN, g->OUT, s, err);
@@ -751,8 +757,9 @@ static int op_dense(void *ctx, cudaStream_t s, nc_error *err) {
     return NC_OK;
 }
 
-/* Dense layer li of m alone at batch N: cuBLAS fp32 first (the yardstick) and TF32, then our SIMT fp32 GEMM and
- * our tensor-core GEMM at every precision it takes. Random x and w, bias for ours. */
+/* Dense layer li of m alone at batch N: cuBLAS fp32 first (the yardstick) and TF32, then our fp32 GEMMs (SIMT, and
+ * on int8 slices where the layer has IN <= NC_DENSE_I8_MAX_IN: the cuda backend's at fp32 where OUT > 32) and our
+ * tensor-core GEMM at every precision it takes. Random x and w, bias for ours. */
 static int bench_dense(bench *b, const nc_model *m, int li, int N, nc_error *err) {
     const nc_layer *l = &m->layers[li];
     const int IN = (int)nc_shape_size(l->in), OUT = l->m;
@@ -776,16 +783,26 @@ static int bench_dense(bench *b, const nc_model *m, int li, int N, nc_error *err
     {
         const double flops = 2.0 * N * (double)IN * OUT;
         const double bytes = 4.0 * ((double)N * IN + (double)OUT * IN + (double)N * OUT);
-        /* Rows: (blas, precision), cuBLAS fp32 first; then ours at every precision. */
-        for (int i = 0; i < 2 + NC_PRECISION_COUNT; i++) {
+        /* Rows: (blas, precision), cuBLAS fp32 first; then ours in fp32 (SIMT, int8 slices) and at every other
+         * precision. */
+        for (int i = 0; i < 3 + NC_PRECISION_COUNT; i++) {
             g.blas = i < 2;
-            g.precision = i == 0 ? NC_PRECISION_FP32 : i == 1 ? NC_PRECISION_TF32 : i - 2;
+            g.i8 = i == 3;
+            g.precision = i == 0 ? NC_PRECISION_FP32 : i == 1 ? NC_PRECISION_TF32 : i < 4 ? NC_PRECISION_FP32 : i - 3;
+            if (g.i8 && IN > NC_DENSE_I8_MAX_IN) continue;
             char label[48], note[96];
             if (g.blas)
                 snprintf(label, sizeof label, "cublas sgemm %s", g.precision ? "tf32 math" : "default math");
             else
-                snprintf(label, sizeof label, "ours %s", g.precision ? "tensor cores" : "simt");
-            if (!g.blas && g.precision != NC_PRECISION_FP32) { /* as the backend does at load time */
+                snprintf(label, sizeof label, "ours %s", g.precision ? "tensor cores" : g.i8 ? "int8 slices" : "simt");
+            if (g.i8) { /* as the backend does at load time, and its scratch */
+                cudaFree(g.wp);
+                g.wp = NULL;
+                CUDA_TRY(cudaMalloc(&g.wp, nc_cuda_dense_i8_prepared_size(IN, OUT)));
+                rc = nc_cuda_dense_i8_prepare(g.wp, g.w, IN, OUT, b->stream, err);
+                if (!rc) rc = nc_cuda_dense_i8_scratch_size(&g.scratch_bytes, N, IN, OUT, 0, NC_DENSE_I8_AUTO, err);
+                if (!rc) CUDA_TRY(cudaMalloc(&g.scratch, g.scratch_bytes));
+            } else if (!g.blas && g.precision != NC_PRECISION_FP32) { /* as the backend does at load time */
                 cudaFree(g.wp);
                 g.wp = NULL;
                 CUDA_TRY(cudaMalloc(&g.wp, nc_cuda_dense_tc_prepared_size(g.precision, IN, OUT)));
@@ -802,6 +819,7 @@ static int bench_dense(bench *b, const nc_model *m, int li, int N, nc_error *err
             if (i == 0) blas_ms = ms;
             precision_note(g.precision, note, sizeof note);
             if (g.blas) snprintf(note + strlen(note), sizeof note - strlen(note), "%sno bias", note[0] ? ", " : "");
+            if (g.i8) snprintf(note, sizeof note, "fp32 in three int8 slices, exact int32 sums");
             const op_cost c = make_cost(b, flops, bytes + (g.blas ? 0.0 : 4.0 * OUT), g.precision, 0);
             print_row(b, what, N, label, g.precision, ms, &c, blas_ms, note);
             if (!b->dense) continue;
@@ -822,6 +840,7 @@ cleanup:
     cudaFree(g.x);
     cudaFree(g.w);
     cudaFree(g.wp);
+    cudaFree(g.scratch);
     cudaFree(g.bias);
     cudaFree(g.y);
     return rc;

@@ -67,6 +67,33 @@ int nc_cuda_pool_forward(nc_layer_kind kind, float *y, const float *x, int B, in
 int nc_cuda_dense_forward(float *y, const float *x, const float *w, const float *b, int B, int IN, int OUT,
                           cudaStream_t stream, nc_error *err);
 
+/* The fp32 dense layer on the int8 tensor cores (dense_i8.cu): x's and w's rows each cut into three 8-bit slices
+ * under a power-of-two scale, their products summed exactly in int32, combined in fp64 and rounded once. Errors
+ * below the fp32 sums' on the zoo's layers (about 2^-23 max|x_row| sum|w_col| at most, see dense_i8.cu); a row of
+ * y is the same bits whatever B, the tiles or the split of k; a row holding inf or NaN gives NaN. IN at most
+ * NC_DENSE_I8_MAX_IN (a level's sum within int32). */
+#define NC_DENSE_I8_MAX_IN 32768
+/* Bytes of w (OUT, IN) prepared: its slices and scales; 0 where IN or OUT is out of range. */
+size_t nc_cuda_dense_i8_prepared_size(int IN, int OUT);
+/* Slices w into wp (nc_cuda_dense_i8_prepared_size bytes, 256-byte aligned as cudaMalloc's are), once a model. */
+int nc_cuda_dense_i8_prepare(void *wp, const float *w, int IN, int OUT, cudaStream_t stream, nc_error *err);
+/* Its kernels: AUTO, WGMMA where this build has sm_90a code and the device is sm_90, else MMA; MMA (mma.sync
+ * m16n8k32, any sm_80+); WGMMA (wgmma, its stages filled by the tensor memory accelerator). The same bits. */
+enum { NC_DENSE_I8_AUTO = 0, NC_DENSE_I8_MMA = 1, NC_DENSE_I8_WGMMA = 2 };
+/* The scratch nc_cuda_dense_i8_forward_prepared needs for B rows on `kernel` with k split in `splits` (0: its own
+ * choice on this device, a function of B, IN, OUT and the SM count). */
+int nc_cuda_dense_i8_scratch_size(size_t *bytes, int B, int IN, int OUT, int splits, int kernel, nc_error *err);
+/* y (B, OUT) = x (B, IN) w^T + b on prepared weights; scratch (256-byte aligned) of scratch_bytes, at least
+ * nc_cuda_dense_i8_scratch_size's for the same splits and kernel. splits: 0 for the layer's own choice, or the
+ * blocks k is split among; kernel: NC_DENSE_I8_* (tests and measurements: the bits are the same). Any alignment of
+ * x. */
+int nc_cuda_dense_i8_forward_prepared(float *y, const float *x, const void *wp, const float *b, int B, int IN, int OUT,
+                                      void *scratch, size_t scratch_bytes, int splits, int kernel, cudaStream_t stream,
+                                      nc_error *err);
+/* The same with w prepared, and the scratch taken, on the stream (cudaMallocAsync) on every call. */
+int nc_cuda_dense_i8_forward(float *y, const float *x, const float *w, const float *b, int B, int IN, int OUT,
+                             int splits, int kernel, cudaStream_t stream, nc_error *err);
+
 /* nc_run_opts.precision: what the cuda backend may trade for speed. FP32 is exact (every kernel in fp32, the
  * default). The others run the convolutions on a tensor-core conv version (those it takes) and the dense layers on
  * dense_tc.cu's GEMM at that precision, and are opt-in: TF32 (version 7), FP16 and BF16 are reduced precision;

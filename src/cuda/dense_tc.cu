@@ -55,12 +55,12 @@
  * x loads are 16 bytes where x and IN allow it, else 4; rows past B and k past IN are zeros.
  */
 #include <cooperative_groups.h>
-#include <cuda.h>         /* CUtensorMap */
-#include <cudaTypedefs.h> /* PFN_cuTensorMapEncodeTiled */
+#include <cuda.h> /* CUtensorMap */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include "cuda/cp_async.cuh"
+#include "cuda/hopper.cuh"
 #include "cuda/cuda_check.h"
 #include "cuda/cuda_layers.h"
 
@@ -534,26 +534,12 @@ template <int P> __device__ __forceinline__ uint64_t dwg_desc(uint32_t a) {
            (uint64_t)(DWG_IS32(P) ? 1 : 2) << 62;
 }
 
-/* wgmma's 64 accumulators: the register list of the instruction, and the asm operands d[0] .. d[63]. */
-#define DWG_D_REGS                                                                                                     \
-    "{"                                                                                                                \
-    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                           \
-    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                                 \
-    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                                 \
-    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"                                   \
-    "}"
-#define DWG_D_OPS(d)                                                                                                   \
-    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),        \
-        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),         \
-        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),        \
-        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]),        \
-        "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]),        \
-        "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),        \
-        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),        \
-        "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+/* wgmma's 64 accumulators, fp32 sums: the asm operands d[0] .. d[63] (hopper.cuh). */
+#define DWG_D_OPS(d) NC_WGMMA_D64_OPS("+f", d)
+
 /* One wgmma (instr) on the accumulators d and the descriptors da, db, with tail's immediates after them. */
 #define DWG_MMA(instr, tail)                                                                                           \
-    asm volatile(instr " " DWG_D_REGS ", %64, %65, " tail ";" : DWG_D_OPS(d) : "l"(da), "l"(db))
+    asm volatile(instr " " NC_WGMMA_D64_REGS ", %64, %65, " tail ";" : DWG_D_OPS(d) : "l"(da), "l"(db))
 
 /* d += a b on one m64n128 tile (k 8 of tf32, 16 of fp16 or bf16) from shared memory, both K-major, fp32
  * accumulators: thread (warp w, lane 4g + t) holds d[4j + e] at row 16w + g + 8 (e >> 1), column 8j + 2t + (e & 1).
@@ -771,38 +757,6 @@ __global__ void __launch_bounds__(DTC_THREADS, DWG_SPLIT(P) ? 1 : 2)
 #define DWS_XSETS(P) (DWG_SPLIT(P) ? 2 : 4) /* x's register sets: the producer loads x this many slices ahead */
 #define DWS_SMEM(P) ((size_t)DWS_STAGES(P) * DWS_STAGE(P) + 1024) /* 1 KB more to align the stages */
 
-__device__ __forceinline__ void dws_bar_init(uint32_t bar, int count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
-}
-
-/* Waits for the completion of the phase of parity `parity` of the mbarrier at bar (acquire). */
-__device__ __forceinline__ void dws_bar_wait(uint32_t bar, int parity) {
-    asm volatile("{\n\t.reg .pred done;\n"
-                 "WAIT:\n\t"
-                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
-                 "@!done bra WAIT;\n}" ::"r"(bar),
-                 "r"(parity)
-                 : "memory");
-}
-
-/* This thread's arrival on the mbarrier at bar (release). */
-__device__ __forceinline__ void dws_bar_arrive(uint32_t bar) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
-}
-
-/* An arrival that also expects `bytes` more of asynchronous copies before the phase completes. */
-__device__ __forceinline__ void dws_bar_arrive_tx(uint32_t bar, uint32_t bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
-}
-
-/* The box of the tensor map at map whose corner is (k, row, part) into shared memory at dst, complete_tx on bar. */
-__device__ __forceinline__ void dws_tma(uint32_t dst, const void *map, int k, int row, int part, uint32_t bar) {
-    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, "
-                 "%4}], [%5];" ::"r"(dst),
-                 "l"(map), "r"(k), "r"(row), "r"(part), "r"(bar)
-                 : "memory");
-}
-
 /* m64n256's 128 accumulators: the register list, %0 .. %127 (the operands: DWG_D_OPS of each half). */
 #define DWS_D_REGS                                                                                                     \
     "{"                                                                                                                \
@@ -843,16 +797,16 @@ __device__ __forceinline__ void dws_produce(float (&now)[4][8], unsigned char *d
                                             const void *map, const float *__restrict__ x, int B, int IN, int row0,
                                             int col0, int kb, int kt, int tiles, int st, int n) {
     const uint32_t full = bars + 8 * st, empty = bars + 8 * (DWS_MAX_STAGES + st);
-    dws_bar_wait(empty, (n & 1) ^ 1);
+    nc_bar_wait(empty, (n & 1) ^ 1);
     if (threadIdx.x == 0) {
-        dws_bar_arrive_tx(full, DWS_PARTS(P) * DWS_WT(P));
+        nc_bar_arrive_tx(full, DWS_PARTS(P) * DWS_WT(P));
 #pragma unroll
         for (int part = 0; part < DWS_PARTS(P); part++)
-            dws_tma(sm0 + st * DWS_STAGE(P) + DWS_XT(P) + part * DWS_WT(P), map, kb + kt * DTC_BK, col0, part, full);
+            nc_tma3d(sm0 + st * DWS_STAGE(P) + DWS_XT(P) + part * DWS_WT(P), map, kb + kt * DTC_BK, col0, part, full);
     }
     dwg_store_x<P>(dsm + st * DWS_STAGE(P), now);
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    dws_bar_arrive(full);
+    nc_bar_arrive(full);
     if (kt + DWS_XSETS(P) < tiles) dtc_load_x<VEC, 1, false>(now, x, B, IN, row0, kb + (kt + DWS_XSETS(P)) * DTC_BK, 0);
 }
 
@@ -875,8 +829,8 @@ __global__ void __launch_bounds__(DWS_THREADS, 1)
     const int tiles = dtc_block_slices(IN, &kb); /* and how many */
     if (threadIdx.x == 0) {
         for (int s = 0; s < ST; s++) {
-            dws_bar_init(bars + 8 * s, DTC_THREADS + 1);
-            dws_bar_init(bars + 8 * (DWS_MAX_STAGES + s), 2 * DTC_THREADS);
+            nc_bar_init(bars + 8 * s, DTC_THREADS + 1);
+            nc_bar_init(bars + 8 * (DWS_MAX_STAGES + s), 2 * DTC_THREADS);
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
@@ -900,7 +854,7 @@ __global__ void __launch_bounds__(DWS_THREADS, 1)
         dtc_zero(acc);
         int st = 0, n = 0, prev = -1; /* slice kt's stage, its use of it, and slice kt - 1's stage */
         for (int kt = 0; kt < tiles; kt++) {
-            dws_bar_wait(bars + 8 * st, n & 1);
+            nc_bar_wait(bars + 8 * st, n & 1);
             const uint32_t xa = sm0 + st * DWS_STAGE(P) + (wg - 1) * 64 * DWG_ROW(P),
                            wa = sm0 + st * DWS_STAGE(P) + DWS_XT(P);
             asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
@@ -917,7 +871,7 @@ __global__ void __launch_bounds__(DWS_THREADS, 1)
             asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
             asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); /* slice kt - 1's */
             dwg_hold(acc);
-            if (prev >= 0) dws_bar_arrive(bars + 8 * (DWS_MAX_STAGES + prev));
+            if (prev >= 0) nc_bar_arrive(bars + 8 * (DWS_MAX_STAGES + prev));
             prev = st;
             if (++st == ST) st = 0, n++;
         }
@@ -1092,8 +1046,7 @@ template <int P> static dws_kernel_fn dws_pick(int vec) {
     return vec == 4 ? dense_ws_kernel<P, 4> : dense_ws_kernel<P, 1>;
 }
 
-/* The driver's cuTensorMapEncodeTiled (through the runtime: nothing links libcuda), or NULL. */
-static PFN_cuTensorMapEncodeTiled_v12000 dws_encoder(void) {
+PFN_cuTensorMapEncodeTiled_v12000 nc_cuda_tma_encoder(void) {
     void *fn = NULL;
     cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
     if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
@@ -1108,7 +1061,7 @@ static PFN_cuTensorMapEncodeTiled_v12000 dws_encoder(void) {
  * bf16), parts (3xtf32's high parts, then its low parts; one part else) of OUT rows of KP elements, a box of one slice
  * (32 k) by DWS_BN rows of one part under the swizzle of dwg_at, rows past OUT zeros. */
 static int dws_map(CUtensorMap *map, int precision, const void *wp, int OUT, int KP, nc_error *err) {
-    static const PFN_cuTensorMapEncodeTiled_v12000 encode = dws_encoder();
+    static const PFN_cuTensorMapEncodeTiled_v12000 encode = nc_cuda_tma_encoder();
     if (!encode) return nc_fail(err, NC_ERR_DEVICE, "dense: the driver has no cuTensorMapEncodeTiled");
     const int is32 = precision == NC_PRECISION_TF32 || precision == NC_PRECISION_3XTF32,
               parts = precision == NC_PRECISION_3XTF32 ? 2 : 1;

@@ -171,7 +171,8 @@ dense = doc.get("dense", [])
 for layer in sorted({r["layer"] for r in dense}) or [None]:
     mine = [r for r in dense if r.get("layer") == layer and r.get("N") == 1000]
     impls = {(r["impl"], r["precision"]) for r in mine}
-    for want in [("cublas sgemm default math", "fp32"), ("cublas sgemm tf32 math", "tf32"), ("ours simt", "fp32")]:
+    for want in [("cublas sgemm default math", "fp32"), ("cublas sgemm tf32 math", "tf32"), ("ours simt", "fp32"),
+                 ("ours int8 slices", "fp32")]:
         chk.check(want in impls, f"dense layer {layer}: no {want} row: {sorted(impls)}")
     for r in mine:
         positive(r, ["ms", "flops", "bytes", "floor_ms", "floor_share", "vs_cublas_fp32"], f"dense {r.get('impl')}")

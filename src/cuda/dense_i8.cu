@@ -1,0 +1,598 @@
+/*
+ * The fp32 dense layer on the int8 tensor cores: y = x w^T + b, its products summed exactly in integers (the
+ * splitting of Ozaki's scheme).
+ *
+ * Each row of x (an image's inputs) and of w (an output's weights) is scaled by a power of two and cut into three
+ * signed 8-bit slices (i8_slice_rows):
+ *     v = 2^(e - 7) (s0 + s1 / 254 + s2 / 254^2) + r,   |s0|, |s1|, |s2| <= 127,   |r| <= 2^(e - 7) (1/2 254^-2 +
+ * 2^-21), e the least integer with max|v| 2^(7 - e) <= 127 over the row; each slice is the nearest integer to 254^q
+ * times what the slices before it leave (in integers, exactly; see i8_slice_rows). A value of the row is so held to
+ * about 2^-23 of the row's largest (fp32's own rounding is 2^-24 of each value).
+ *
+ * The tensor cores (mma.sync m16n8k32, or wgmma m64n128k32 on sm_90a: s8 x s8 -> s32) sum the slices' products over
+ * k exactly: level l is the sum over qa + qb = l of x's slice qa times w's slice qb, for l = 0, 1, 2 (six products of
+ * the nine; levels 3 and 4, below level 0 by 254^3 and more, are left out). Then, in fp64,
+ * y = 2^(ex + ew - 14) (L0 + (L1 + L2 / 254) / 254) + b, rounded once to fp32. A level's sum is at most 3 * 127^2 * k
+ * in magnitude, within int32 for k <= NC_DENSE_I8_MAX_IN.
+ *
+ * What it gives:
+ *  - The same bits for a row whatever the batch, the kernel, the tiles or the split of k: integer sums are exact in any
+ *    order, and each row's scale depends on that row alone (the pieces of gpu_plan.cu rely on it). k is split among
+ *    blocks where a batch's tiles would leave SMs idle, their partial levels added by integer atomics into the scratch
+ *    and combined by i8_finish: the same bits.
+ *  - Errors smaller than the fp32 sums' on the zoo's layers. On the 2017 layer's shape (weights uniform in +-0.0118,
+ *    inputs tanh of uniform in +-3; H200, bench/results/gpu-2026-11-28-s55-i8.log) 2.3e-9 of sum|x w| on average and
+ *    2.1e-8 at most over 5 million outputs, where the sequential fmaf sums of layers.cu's SIMT kernels (and cpu-ref's)
+ *    make 1.6e-8 and 1.4e-6, and cuBLAS's SGEMM 6.5e-9 and 1.5e-7; tests/gpu/test_dense_i8.c checks it on the zoo's
+ *    shapes. The bound is of another shape: at most about 2^-23 (max|x_row| sum|w_col| + max|w_col| sum|x_row|) and
+ *    2e-3 k 2^(ex + ew - 14) for the levels left out, where fp32's grows with sum|x w| and k, so that a row whose
+ *    values span more than about 2^24 loses its smallest ones (fp32 keeps them, with its larger errors elsewhere).
+ *  - Non-finite inputs: a row of x or w holding inf or NaN gives NaN outputs (its scale is marked, I8_BAD).
+ *  - Its cost: x is sliced on every call (7 bytes an input through memory: 0.16 ms for the 2017 layer at B 10000 on
+ *    the H200), w once, when a backend prepares its weights; six int8 products where fp32 does one, at 16 times
+ *    fp32's rate on the H100's tensor cores.
+ */
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "cuda/cp_async.cuh"
+#include "cuda/hopper.cuh"
+#include "cuda/cuda_check.h"
+#include "cuda/cuda_layers.h"
+
+#define I8_SLICES 3
+#define I8_LEVELS 3
+#define I8_BK 64       /* k bytes a stage */
+#define I8_PITCH 80    /* a staged row's bytes: ldmatrix's 8 rows of 16 bytes 20 words apart, in distinct banks */
+#define I8_BAD INT_MIN /* the scale of a row holding inf or NaN */
+#define I8_SLICE_THREADS 256
+
+/* k padded to the stages' I8_BK: a slice's row in memory. */
+static inline int i8_kp(int IN) {
+    return (IN + I8_BK - 1) / I8_BK * I8_BK;
+}
+
+static size_t i8_align(size_t n) {
+    return (n + 255) / 256 * 256;
+}
+
+/* ------------------------------------------------------------------ slicing */
+
+/* Row r of v (n rows of IN floats) into s[q * plane + r * KP + k], q < I8_SLICES (k past IN zero), and its e into
+ * ex[r] (I8_BAD where the row holds inf or NaN: its slices are then zero). A block a row at a time, four values a
+ * thread (16-byte loads where VEC: v 16-byte aligned and IN a multiple of 4). The slices in integers: t = v 2^(7 - e)
+ * (exact), T = rint(t 2^20) (|T| <= 127 2^20; t's bits below 2^-21 go, a sixteenth of the last slice's rounding),
+ * then slice q = round(T_q / 2^20), halves up, with T_0 = T and T_(q+1) = 254 (T_q - 2^20 slice q), exactly. */
+template <bool VEC>
+__global__ void __launch_bounds__(I8_SLICE_THREADS)
+    i8_slice_rows(signed char *s, int *ex, const float *v, int n, int IN, int KP, size_t plane) {
+    __shared__ float red[I8_SLICE_THREADS / 32];
+    for (int r = blockIdx.x; r < n; r += gridDim.x) {
+        const float *vr = v + (size_t)r * IN;
+        float m = 0.0f;
+        int bad = 0;
+        if (VEC) {
+            for (int k = 4 * threadIdx.x; k < IN; k += 4 * I8_SLICE_THREADS) {
+                const float4 q = *(const float4 *)(vr + k);
+                const float a = fmaxf(fmaxf(fabsf(q.x), fabsf(q.y)), fmaxf(fabsf(q.z), fabsf(q.w)));
+                bad |=
+                    !(fabsf(q.x) <= FLT_MAX && fabsf(q.y) <= FLT_MAX && fabsf(q.z) <= FLT_MAX && fabsf(q.w) <= FLT_MAX);
+                m = fmaxf(m, a);
+            }
+        } else {
+            for (int k = threadIdx.x; k < IN; k += I8_SLICE_THREADS) {
+                const float a = fabsf(vr[k]);
+                bad |= !(a <= FLT_MAX);
+                m = fmaxf(m, a);
+            }
+        }
+        for (int o = 16; o; o >>= 1) m = fmaxf(m, __shfl_xor_sync(~0u, m, o));
+        if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = m;
+        bad = __syncthreads_or(bad);
+        m = 0.0f;
+        for (int i = 0; i < I8_SLICE_THREADS / 32; i++) m = fmaxf(m, red[i]);
+        int e = 0;
+        if (m > 0.0f) {
+            e = ilogbf(m) + 1; /* m < 2^e */
+            if (ldexpf(m, 7 - e) > 127.0f) e++;
+        }
+        if (threadIdx.x == 0) ex[r] = bad ? I8_BAD : e;
+        const int sh = 27 - e; /* t 2^20 = v 2^(27 - e) */
+        for (int k = 4 * threadIdx.x; k < KP; k += 4 * I8_SLICE_THREADS) {
+            float q[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            if (VEC && k < IN) {
+                const float4 f = *(const float4 *)(vr + k);
+                q[0] = f.x, q[1] = f.y, q[2] = f.z, q[3] = f.w;
+            } else if (!VEC) {
+#pragma unroll
+                for (int j = 0; j < 4; j++) q[j] = k + j < IN ? vr[k + j] : 0.0f;
+            }
+            unsigned word[I8_SLICES] = {};
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                int T = bad ? 0 : __float2int_rn(ldexpf(q[j], sh));
+#pragma unroll
+                for (int l = 0; l < I8_SLICES; l++) {
+                    const int d = (T + (1 << 19)) >> 20; /* nearest, halves up; |d| <= 127 */
+                    word[l] |= (unsigned)(d & 0xff) << (8 * j);
+                    T = (T - d * (1 << 20)) * 254; /* |T - d 2^20| <= 2^19: within 2^28 */
+                }
+            }
+#pragma unroll
+            for (int l = 0; l < I8_SLICES; l++) *(unsigned *)(s + l * plane + (size_t)r * KP + k) = word[l];
+        }
+        __syncthreads(); /* red is read before the next row writes it */
+    }
+}
+
+static int i8_slice(signed char *s, int *ex, const float *v, int n, int IN, cudaStream_t stream, nc_error *err) {
+    if (n <= 0) return NC_OK;
+    const unsigned grid = n < 32768 ? (unsigned)n : 32768u;
+    const size_t plane = (size_t)n * i8_kp(IN);
+    if ((uintptr_t)v % 16 == 0 && IN % 4 == 0)
+        i8_slice_rows<true><<<grid, I8_SLICE_THREADS, 0, stream>>>(s, ex, v, n, IN, i8_kp(IN), plane);
+    else
+        i8_slice_rows<false><<<grid, I8_SLICE_THREADS, 0, stream>>>(s, ex, v, n, IN, i8_kp(IN), plane);
+    CUDA_LAUNCHED();
+    return NC_OK;
+}
+
+/* ------------------------------------------------------------------ the GEMM */
+
+__device__ __forceinline__ void i8_ldsm4(unsigned (&r)[4], const void *p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"((unsigned)__cvta_generic_to_shared(p)));
+}
+
+__device__ __forceinline__ void i8_mma(int (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};"
+                 : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* One output from its three levels: the same arithmetic in the GEMM's epilogue and in i8_finish, so that a split
+ * of k changes no bit. */
+__device__ __forceinline__ float i8_combine(int l0, int l1, int l2, int ex, int ew, const float *b, int o) {
+    if (ex == I8_BAD || ew == I8_BAD) return __int_as_float(0x7fc00000);
+    double t = ((double)l2 * (1.0 / 254.0) + (double)l1) * (1.0 / 254.0) + (double)l0;
+    t = ldexp(t, ex + ew - 14);
+    if (b) t += (double)b[o];
+    return (float)t;
+}
+
+/* A BM x BN tile of y (images x outputs) over k slices [n0, n1) of I8_BK, warps of (16 FM) x (8 FN), NS stages.
+ * xs: x's slices, plane xp apart, rows KP bytes; ws: w's, plane wp apart. grid: x column tiles, y row tiles, z the
+ * split of k. With part set, the levels are added into part[l][r][o] (int32, zeroed) for i8_finish; else combined. */
+template <int BM, int BN, int FM, int FN, int NS, int MINB>
+__global__ void __launch_bounds__(32 * (BM / (16 * FM)) * (BN / (8 * FN)), MINB)
+    i8_gemm(float *y, int *part, const signed char *xs, size_t xp, const int *ex, const signed char *ws, size_t wp,
+            const int *ew, const float *b, int B, int KP, int OUT, int per_split) {
+    constexpr int WM = BM / (16 * FM), WN = BN / (8 * FN), NT = 32 * WM * WN;
+    constexpr int SS = I8_SLICES * (BM + BN) * I8_PITCH; /* a stage's bytes: x's slices, then w's */
+    static_assert(FN % 2 == 0, "w's fragments are loaded by pairs of n8 tiles");
+    extern __shared__ __align__(16) unsigned char i8_smem[];
+    const int tid = threadIdx.x, lane = tid & 31, wid = tid >> 5, g = lane >> 2, tg = lane & 3;
+    const int wm = wid % WM, wn = wid / WM;
+    const int i0 = blockIdx.y * BM, o0 = blockIdx.x * BN, nx = B - i0, nw = OUT - o0;
+    const int n0 = blockIdx.z * per_split, n1 = min(KP / I8_BK, n0 + per_split), steps = n1 - n0;
+    auto copy = [&](int st, int n) {
+        const int k0 = (n0 + n) * I8_BK;
+        unsigned char *base = i8_smem + st * SS;
+#pragma unroll
+        for (int e = tid; e < I8_SLICES * BM * (I8_BK / 16); e += NT) {
+            const int q = e / (BM * (I8_BK / 16)), r = e / (I8_BK / 16) % BM, kq = e % (I8_BK / 16) * 16;
+            const bool in = r < nx;
+            nc_cp_async16(base + (q * BM + r) * I8_PITCH + kq, in ? xs + q * xp + (size_t)(i0 + r) * KP + k0 + kq : xs,
+                          in ? 16 : 0);
+        }
+#pragma unroll
+        for (int e = tid; e < I8_SLICES * BN * (I8_BK / 16); e += NT) {
+            const int q = e / (BN * (I8_BK / 16)), r = e / (I8_BK / 16) % BN, kq = e % (I8_BK / 16) * 16;
+            const bool in = r < nw;
+            nc_cp_async16(base + (I8_SLICES * BM + q * BN + r) * I8_PITCH + kq,
+                          in ? ws + q * wp + (size_t)(o0 + r) * KP + k0 + kq : ws, in ? 16 : 0);
+        }
+    };
+#pragma unroll
+    for (int n = 0; n < NS - 1; n++) {
+        if (n < steps) copy(n, n);
+        asm volatile("cp.async.commit_group;" ::: "memory");
+    }
+    int acc[I8_LEVELS][FM][FN][4];
+#pragma unroll
+    for (int l = 0; l < I8_LEVELS; l++)
+#pragma unroll
+        for (int i = 0; i < FM; i++)
+#pragma unroll
+            for (int j = 0; j < FN; j++)
+#pragma unroll
+                for (int q = 0; q < 4; q++) acc[l][i][j][q] = 0;
+    /* ldmatrix's lanes: x (A, m16 x k32): matrix lane / 8 is rows + 8 where odd, k + 16 where >= 2; w (B, two n8 x
+     * k32): k + 16 where odd, n + 8 where >= 2. */
+    const int ar = (lane & 7) + ((lane >> 3) & 1) * 8, ak = (lane >> 4) * 16;
+    const int br = (lane & 7) + (lane >> 4) * 8, bk = ((lane >> 3) & 1) * 16;
+    int s = 0;
+    for (int n = 0; n < steps; n++) {
+        asm volatile("cp.async.wait_group %0;" ::"n"(NS - 2) : "memory");
+        __syncthreads();
+        if (n + NS - 1 < steps) copy(s == 0 ? NS - 1 : s - 1, n + NS - 1);
+        asm volatile("cp.async.commit_group;" ::: "memory");
+        const unsigned char *xa = i8_smem + s * SS + (wm * 16 * FM + ar) * I8_PITCH + ak;
+        const unsigned char *wb = i8_smem + s * SS + (I8_SLICES * BM + wn * 8 * FN + br) * I8_PITCH + bk;
+#pragma unroll
+        for (int kb = 0; kb < I8_BK; kb += 32) {
+            unsigned a[I8_SLICES][FM][4], c[I8_SLICES][FN][2];
+#pragma unroll
+            for (int q = 0; q < I8_SLICES; q++) {
+#pragma unroll
+                for (int i = 0; i < FM; i++) i8_ldsm4(a[q][i], xa + (q * BM + 16 * i) * I8_PITCH + kb);
+#pragma unroll
+                for (int j = 0; j < FN; j += 2) {
+                    unsigned t[4];
+                    i8_ldsm4(t, wb + (q * BN + 8 * j) * I8_PITCH + kb);
+                    c[q][j][0] = t[0], c[q][j][1] = t[1], c[q][j + 1][0] = t[2], c[q][j + 1][1] = t[3];
+                }
+            }
+#pragma unroll
+            for (int l = 0; l < I8_LEVELS; l++)
+#pragma unroll
+                for (int qa = 0; qa <= l; qa++)
+#pragma unroll
+                    for (int i = 0; i < FM; i++)
+#pragma unroll
+                        for (int j = 0; j < FN; j++) i8_mma(acc[l][i][j], a[qa][i], c[l - qa][j][0], c[l - qa][j][1]);
+        }
+        s = s + 1 == NS ? 0 : s + 1;
+    }
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+#pragma unroll
+    for (int i = 0; i < FM; i++)
+#pragma unroll
+        for (int j = 0; j < FN; j++)
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                const int r = wm * 16 * FM + 16 * i + g + 8 * (q >> 1), o = wn * 8 * FN + 8 * j + 2 * tg + (q & 1);
+                if (r >= nx || o >= nw) continue;
+                const size_t at = (size_t)(i0 + r) * OUT + o0 + o;
+                if (part) {
+#pragma unroll
+                    for (int l = 0; l < I8_LEVELS; l++) atomicAdd(part + l * (size_t)B * OUT + at, acc[l][i][j][q]);
+                } else {
+                    y[at] = i8_combine(acc[0][i][j][q], acc[1][i][j][q], acc[2][i][j][q], ex[i0 + r], ew[o0 + o], b,
+                                       o0 + o);
+                }
+            }
+}
+
+/* ------------------------------------------------------------------ the GEMM on wgmma (sm_90a) */
+
+/*
+ * The same sums on the H100's warpgroup MMA (wgmma.mma_async m64n128k32 s8), where this file is built for sm_90a
+ * (NC_DENSE_SM90A) and the device is sm_90: a block is one warpgroup on a tile of 64 rows of x by 128 of w, its three
+ * levels 3 x 64 int32 accumulators a thread, two blocks an SM. A stage holds a k slice of 64 bytes of x's three
+ * slices (64 rows) and w's (128 rows), each row 64 bytes under the 64-byte swizzle (16-byte chunk c of row r at chunk
+ * c ^ (r / 2 mod 4): the K-major layout a descriptor names, 8 rows a core-matrix group, groups 512 bytes apart). The
+ * tensor memory accelerator fills the stages: one thread issues a stage's two copies (x's three slices as one box of
+ * 64 k by 64 rows by 3, w's of 64 by 128 by 3; rows past B or OUT zero-filled), which complete on the stage's `full`
+ * mbarrier; each thread arrives on the stage's `empty` mbarrier once its warp's MMAs on it are done, and the copies
+ * into a stage wait for all 128. A stage's 12 MMAs (two k steps of 32, each the six products) are issued before the
+ * previous stage's are waited for; no __syncthreads in the loop, I8W_NS stages of 36 KB, the next I8W_NS - 1 in
+ * flight. Integer sums: the bits are i8_gemm's.
+ * H200, 2026-11-28, the 2017 layer at B 10000 (bench/results/gpu-2026-11-28-s55-i8.log): 0.57 ms with x's slicing
+ * (0.16 of it), where i8_gemm took 1.09, the same kernel with its stages copied by cp.async from every thread (and a
+ * __syncthreads a stage) 0.96, cuBLAS's int8 GEMMs on the same slices (the three levels as GEMMs over k, 2k and 3k)
+ * 0.34 without the slicing, and layers.cu's SIMT kernels 1.68.
+ */
+#define I8W_BM 64
+#define I8W_BN 128
+#define I8W_NS 3
+#define I8W_XT (I8W_BM * I8_BK)                   /* a slice's x tile: 4 KB */
+#define I8W_WT (I8W_BN * I8_BK)                   /* a slice's w tile: 8 KB */
+#define I8W_STAGE (I8_SLICES * (I8W_XT + I8W_WT)) /* 36 KB */
+#define I8W_SMEM (I8W_NS * I8W_STAGE + 1024)      /* 1 KB more to align the stages */
+
+/* A K-major operand at shared address a under the 64-byte swizzle: start, leading byte offset (unused: 1), stride
+ * byte offset (8 rows of 64 bytes), layout 2 (64-byte swizzle). */
+__device__ __forceinline__ uint64_t i8w_desc(uint32_t a) {
+    return (uint64_t)((a & 0x3FFFF) >> 4) | (uint64_t)1 << 16 | (uint64_t)(8 * I8_BK >> 4) << 32 | (uint64_t)2 << 62;
+}
+
+/* d += a b, m64n128k32, s8 operands from shared memory (both K-major), int32 sums: thread (warp w, lane 4g + t)
+ * holds d[4j + e] at row 16w + g + 8 (e >> 1), column 8j + 2t + (e & 1). */
+__device__ __forceinline__ void i8w_mma(int (&d)[64], uint64_t da, uint64_t db) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 " NC_WGMMA_D64_REGS ", %64, %65, 1;"
+                 : NC_WGMMA_D64_OPS("+r", d)
+                 : "l"(da), "l"(db));
+#else
+    (void)d, (void)da, (void)db;
+#endif
+}
+
+/* Keeps the compiler from moving accesses of the accumulators across the wgmma fences and waits. */
+__device__ __forceinline__ void i8w_hold(int (&acc)[I8_LEVELS][64]) {
+#pragma unroll
+    for (int l = 0; l < I8_LEVELS; l++)
+#pragma unroll
+        for (int e = 0; e < 64; e++) asm volatile("" : "+r"(acc[l][e])::"memory");
+}
+
+/* i8_gemm's arguments and grid on wgmma (see above), x's and w's slices through their tensor maps (i8t_map). */
+__global__ void __launch_bounds__(128, 2)
+    i8t_gemm(float *y, int *part, const __grid_constant__ CUtensorMap xmap, const int *ex,
+             const __grid_constant__ CUtensorMap wmap, const int *ew, const float *b, int B, int KP, int OUT,
+             int per_split) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    extern __shared__ __align__(16) unsigned char i8t_raw[];
+    __shared__ __align__(8) uint64_t bar[2 * I8W_NS]; /* full[I8W_NS], then empty[I8W_NS] */
+    unsigned char *sm = i8t_raw + ((1024 - ((uint32_t)__cvta_generic_to_shared(i8t_raw) & 1023)) & 1023);
+    const uint32_t sm0 = (uint32_t)__cvta_generic_to_shared(sm), bars = (uint32_t)__cvta_generic_to_shared(bar);
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
+    const int i0 = blockIdx.y * I8W_BM, o0 = blockIdx.x * I8W_BN, nx = B - i0, nw = OUT - o0;
+    const int n0 = blockIdx.z * per_split, n1 = min(KP / I8_BK, n0 + per_split), steps = n1 - n0;
+    if (tid == 0) {
+        for (int s = 0; s < I8W_NS; s++) {
+            nc_bar_init(bars + 8 * s, 1);
+            nc_bar_init(bars + 8 * (I8W_NS + s), 128);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    /* thread 0: step n's copies into stage st */
+    auto fill = [&](int st, int n) {
+        const uint32_t full = bars + 8 * st, dst = sm0 + st * I8W_STAGE;
+        nc_bar_arrive_tx(full, I8W_STAGE);
+        nc_tma3d(dst, &xmap, (n0 + n) * I8_BK, i0, 0, full);
+        nc_tma3d(dst + I8_SLICES * I8W_XT, &wmap, (n0 + n) * I8_BK, o0, 0, full);
+    };
+    if (tid == 0)
+        for (int n = 0; n < I8W_NS - 1 && n < steps; n++) fill(n, n);
+    int acc[I8_LEVELS][64];
+#pragma unroll
+    for (int l = 0; l < I8_LEVELS; l++)
+#pragma unroll
+        for (int e = 0; e < 64; e++) acc[l][e] = 0;
+    int s = 0;
+    for (int n = 0; n < steps; n++) {
+        nc_bar_wait(bars + 8 * s, (n / I8W_NS) & 1);
+        const uint32_t xa = sm0 + s * I8W_STAGE, wa = xa + I8_SLICES * I8W_XT;
+        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+        i8w_hold(acc);
+#pragma unroll
+        for (int ks = 0; ks < I8_BK / 32; ks++)
+#pragma unroll
+            for (int l = 0; l < I8_LEVELS; l++)
+#pragma unroll
+                for (int qa = 0; qa <= l; qa++)
+                    i8w_mma(acc[l], i8w_desc(xa + qa * I8W_XT + 32 * ks), i8w_desc(wa + (l - qa) * I8W_WT + 32 * ks));
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); /* step n - 1's */
+        i8w_hold(acc);
+        const int prev = s == 0 ? I8W_NS - 1 : s - 1;
+        if (n > 0) nc_bar_arrive(bars + 8 * (I8W_NS + prev));
+        const int next = n + I8W_NS - 1;
+        if (tid == 0 && next < steps) { /* into stage prev, once every warp is done with step n - 1 */
+            if (next >= I8W_NS) nc_bar_wait(bars + 8 * (I8W_NS + prev), (next / I8W_NS - 1) & 1);
+            fill(prev, next);
+        }
+        s = s + 1 == I8W_NS ? 0 : s + 1;
+    }
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    i8w_hold(acc);
+#pragma unroll
+    for (int j = 0; j < 16; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int r = 16 * warp + g + 8 * (e >> 1), o = 8 * j + 2 * t + (e & 1);
+            if (r >= nx || o >= nw) continue;
+            const size_t at = (size_t)(i0 + r) * OUT + o0 + o;
+            if (part) {
+#pragma unroll
+                for (int l = 0; l < I8_LEVELS; l++) atomicAdd(part + l * (size_t)B * OUT + at, acc[l][4 * j + e]);
+            } else {
+                y[at] = i8_combine(acc[0][4 * j + e], acc[1][4 * j + e], acc[2][4 * j + e], ex[i0 + r], ew[o0 + o], b,
+                                   o0 + o);
+            }
+        }
+#else
+    __trap(); /* the launcher runs it only where this file was built for sm_90a and the device is sm_90 */
+#endif
+}
+
+/* The tensor map of n rows of slices (three planes of n rows of KP bytes) for a box of I8_BK by rows by 3. */
+static int i8t_map(CUtensorMap *map, const signed char *s, int n, int KP, int rows, nc_error *err) {
+    static const PFN_cuTensorMapEncodeTiled_v12000 encode = nc_cuda_tma_encoder();
+    if (!encode) return nc_fail(err, NC_ERR_DEVICE, "dense on int8 slices: the driver has no cuTensorMapEncodeTiled");
+    const cuuint64_t dims[3] = {(cuuint64_t)KP, (cuuint64_t)n, I8_SLICES},
+                     strides[2] = {(cuuint64_t)KP, (cuuint64_t)KP * n};
+    const cuuint32_t box[3] = {I8_BK, (cuuint32_t)rows, I8_SLICES}, steps[3] = {1, 1, 1};
+    const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, const_cast<signed char *>(s), dims, strides, box,
+                              steps, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_64B,
+                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+        return nc_fail(err, NC_ERR_DEVICE, "dense on int8 slices: cuTensorMapEncodeTiled of %d x %d: error %d", n, KP,
+                       (int)r);
+    return NC_OK;
+}
+
+/* y from the levels that a split GEMM added into part. */
+__global__ void i8_finish(float *y, const int *part, const int *ex, const int *ew, const float *b, int B, int OUT) {
+    const size_t n = (size_t)B * OUT;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        const int r = (int)(i / OUT), o = (int)(i % OUT);
+        y[i] = i8_combine(part[i], part[n + i], part[2 * n + i], ex[r], ew[o], b, o);
+    }
+}
+
+/* The tile shape: 64 x 64, four warps of 32 x 32 (181 registers, two blocks an SM), three stages. */
+#define I8_TILE 64, 64, 2, 4, 3, 2
+#define I8_BM 64
+#define I8_BN 64
+#define I8_SMEM (3 * I8_SLICES * (I8_BM + I8_BN) * I8_PITCH)
+
+static int i8_sms(int *sms, nc_error *err) {
+    int dev;
+    CUDA_RET(cudaGetDevice(&dev));
+    CUDA_RET(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev));
+    return NC_OK;
+}
+
+/* The blocks k is split among for tiles of BM x BN, two blocks an SM: none where the tiles fill the device's blocks,
+ * else as many as fill them, at least 4 stages of k a block, at most 16. */
+static int i8_splits(int B, int IN, int OUT, int sms, int BM, int BN) {
+    const long long tiles = (long long)((B + BM - 1) / BM) * ((OUT + BN - 1) / BN);
+    const int steps = i8_kp(IN) / I8_BK;
+    long long s = 2LL * sms / (tiles > 0 ? tiles : 1);
+    if (s > 16) s = 16;
+    if (s > steps / 4) s = steps / 4;
+    return s < 2 ? 1 : (int)s;
+}
+
+/* Whether the wgmma kernel runs: this file built for sm_90a, and an sm_90 device. */
+static int i8_wgmma(int *yes, nc_error *err) {
+    *yes = 0;
+#if defined(NC_DENSE_SM90A)
+    int dev, major, minor;
+    CUDA_RET(cudaGetDevice(&dev));
+    CUDA_RET(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    CUDA_RET(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+    *yes = major == 9 && minor == 0;
+#else
+    (void)err;
+#endif
+    return NC_OK;
+}
+
+/* The kernel a call runs (NC_DENSE_I8_MMA or _WGMMA) and its split of k. */
+static int i8_plan(int *kernel, int *splits, int B, int IN, int OUT, nc_error *err) {
+    int wg, sms, rc;
+    if ((rc = i8_wgmma(&wg, err))) return rc;
+    if (*kernel == NC_DENSE_I8_AUTO) *kernel = wg ? NC_DENSE_I8_WGMMA : NC_DENSE_I8_MMA;
+    if (*kernel != NC_DENSE_I8_MMA && *kernel != NC_DENSE_I8_WGMMA)
+        return nc_fail(err, NC_ERR_ARG, "dense on int8 slices: kernel %d", *kernel);
+    if (*kernel == NC_DENSE_I8_WGMMA && !wg)
+        return nc_fail(err, NC_ERR_ARG,
+                       "dense on int8 slices: the wgmma kernel needs an sm_90 device and a build for "
+                       "sm_90a");
+    if (*splits <= 0) {
+        if ((rc = i8_sms(&sms, err))) return rc;
+        *splits = *kernel == NC_DENSE_I8_WGMMA ? i8_splits(B, IN, OUT, sms, I8W_BM, I8W_BN)
+                                               : i8_splits(B, IN, OUT, sms, I8_BM, I8_BN);
+    }
+    const int steps = i8_kp(IN) / I8_BK;
+    if (*splits > steps) *splits = steps;
+    return NC_OK;
+}
+
+/* Where the scratch's parts lie: x's slices, x's scales, and the split's partial levels (where split). */
+typedef struct {
+    size_t xs, ex, part, total;
+} i8_layout;
+
+static i8_layout i8_scratch_layout(int B, int IN, int OUT, int splits) {
+    i8_layout L;
+    L.xs = 0;
+    L.ex = i8_align((size_t)I8_SLICES * B * i8_kp(IN));
+    L.part = L.ex + i8_align((size_t)B * sizeof(int));
+    L.total = L.part + (splits > 1 ? i8_align((size_t)I8_LEVELS * B * OUT * sizeof(int)) : 0);
+    return L;
+}
+
+static int i8_check(int B, int IN, int OUT, nc_error *err) {
+    if (B < 0 || IN <= 0 || OUT <= 0 || IN > NC_DENSE_I8_MAX_IN)
+        return nc_fail(err, NC_ERR_ARG, "dense on int8 slices: B %d, IN %d, OUT %d (IN at most %d)", B, IN, OUT,
+                       NC_DENSE_I8_MAX_IN);
+    return NC_OK;
+}
+
+/* ------------------------------------------------------------------ the API (cuda_layers.h) */
+
+extern "C" size_t nc_cuda_dense_i8_prepared_size(int IN, int OUT) {
+    if (IN <= 0 || OUT <= 0 || IN > NC_DENSE_I8_MAX_IN) return 0;
+    return i8_align((size_t)I8_SLICES * OUT * i8_kp(IN)) + i8_align((size_t)OUT * sizeof(int));
+}
+
+extern "C" int nc_cuda_dense_i8_prepare(void *wp, const float *w, int IN, int OUT, cudaStream_t stream, nc_error *err) {
+    int rc = i8_check(0, IN, OUT, err);
+    if (rc) return rc;
+    signed char *s = (signed char *)wp;
+    return i8_slice(s, (int *)(s + i8_align((size_t)I8_SLICES * OUT * i8_kp(IN))), w, OUT, IN, stream, err);
+}
+
+extern "C" int nc_cuda_dense_i8_scratch_size(size_t *bytes, int B, int IN, int OUT, int splits, int kernel,
+                                             nc_error *err) {
+    int rc = i8_check(B, IN, OUT, err);
+    if (!rc) rc = i8_plan(&kernel, &splits, B, IN, OUT, err);
+    if (rc) return rc;
+    *bytes = i8_scratch_layout(B, IN, OUT, splits).total;
+    return NC_OK;
+}
+
+extern "C" int nc_cuda_dense_i8_forward_prepared(float *y, const float *x, const void *wp, const float *b, int B,
+                                                 int IN, int OUT, void *scratch, size_t scratch_bytes, int splits,
+                                                 int kernel, cudaStream_t stream, nc_error *err) {
+    int rc = i8_check(B, IN, OUT, err);
+    if (rc || B == 0) return rc;
+    if ((rc = i8_plan(&kernel, &splits, B, IN, OUT, err))) return rc;
+    const int KP = i8_kp(IN), steps = KP / I8_BK, wg = kernel == NC_DENSE_I8_WGMMA;
+    const i8_layout L = i8_scratch_layout(B, IN, OUT, splits);
+    if (scratch_bytes < L.total)
+        return nc_fail(err, NC_ERR_ARG, "dense on int8 slices: %zu bytes of scratch for %zu", scratch_bytes, L.total);
+    unsigned char *sc = (unsigned char *)scratch;
+    signed char *xs = (signed char *)(sc + L.xs);
+    int *ex = (int *)(sc + L.ex), *part = splits > 1 ? (int *)(sc + L.part) : NULL;
+    const signed char *ws = (const signed char *)wp;
+    const int *ew = (const int *)(ws + i8_align((size_t)I8_SLICES * OUT * KP));
+    if ((rc = i8_slice(xs, ex, x, B, IN, stream, err))) return rc;
+    if (part) CUDA_RET(cudaMemsetAsync(part, 0, (size_t)I8_LEVELS * B * OUT * sizeof(int), stream));
+    const int BM = wg ? I8W_BM : I8_BM, BN = wg ? I8W_BN : I8_BN;
+    const int per = (steps + splits - 1) / splits;
+    const size_t xp = (size_t)B * KP, wpl = (size_t)OUT * KP;
+    const int row_tiles = (B + BM - 1) / BM;
+    if (row_tiles > 65535)
+        return nc_fail(err, NC_ERR_ARG, "dense on int8 slices: B %d is more than %d rows", B, 65535 * BM);
+    const dim3 grid((unsigned)((OUT + BN - 1) / BN), (unsigned)row_tiles, (unsigned)((steps + per - 1) / per));
+    if (wg) {
+        CUtensorMap xmap, wmap;
+        if ((rc = i8t_map(&xmap, xs, B, KP, I8W_BM, err)) || (rc = i8t_map(&wmap, ws, OUT, KP, I8W_BN, err))) return rc;
+        const int smem = I8W_SMEM;
+        CUDA_RET(cudaFuncSetAttribute((const void *)i8t_gemm, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        void *args[] = {&y, &part, &xmap, &ex, &wmap, (void *)&ew, (void *)&b, &B, (void *)&KP, &OUT, (void *)&per};
+        CUDA_RET(cudaLaunchKernel((const void *)i8t_gemm, grid, dim3(128), args, smem, stream));
+    } else {
+        const void *fn = (const void *)i8_gemm<I8_TILE>;
+        CUDA_RET(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, I8_SMEM));
+        void *args[] = {&y,          &part,      &xs, (void *)&xp, &ex,  (void *)&ws, (void *)&wpl,
+                        (void *)&ew, (void *)&b, &B,  (void *)&KP, &OUT, (void *)&per};
+        CUDA_RET(cudaLaunchKernel(fn, grid, dim3(128), args, I8_SMEM, stream));
+    }
+    if (part) {
+        const size_t n = (size_t)B * OUT;
+        const unsigned blocks = (unsigned)(n / 256 + 1 < 4096 ? n / 256 + 1 : 4096);
+        i8_finish<<<blocks, 256, 0, stream>>>(y, part, ex, ew, b, B, OUT);
+        CUDA_LAUNCHED();
+    }
+    return NC_OK;
+}
+
+extern "C" int nc_cuda_dense_i8_forward(float *y, const float *x, const float *w, const float *b, int B, int IN,
+                                        int OUT, int splits, int kernel, cudaStream_t stream, nc_error *err) {
+    int rc = i8_check(B, IN, OUT, err);
+    if (rc || B == 0) return rc;
+    size_t sb = 0;
+    if ((rc = nc_cuda_dense_i8_scratch_size(&sb, B, IN, OUT, splits, kernel, err))) return rc;
+    const size_t wb = nc_cuda_dense_i8_prepared_size(IN, OUT);
+    void *wp = NULL, *sc = NULL;
+    CUDA_TRY(cudaMallocAsync(&wp, wb, stream));
+    CUDA_TRY(cudaMallocAsync(&sc, sb, stream));
+    rc = nc_cuda_dense_i8_prepare(wp, w, IN, OUT, stream, err);
+    if (!rc) rc = nc_cuda_dense_i8_forward_prepared(y, x, wp, b, B, IN, OUT, sc, sb, splits, kernel, stream, err);
+cleanup:
+    if (wp) cudaFreeAsync(wp, stream);
+    if (sc) cudaFreeAsync(sc, stream);
+    return rc;
+}
