@@ -108,8 +108,9 @@ static const char run_options_help[] =
     "      --device D        GPU index\n"
     "      --devices N       GPU backends: spread the images over N GPUs from --device on (all: every one),\n"
     "                        a contiguous share each, run at once; Op Time is the slowest GPU's\n"
-    "      --precision P     cuda backend: fp32 (exact, default); on the tensor cores, opt-in: tf32, fp16 or\n"
-    "                        bf16 (reduced precision) or 3xtf32 (near-exact)\n"
+    "      --precision P     cuda backend: fp32 (default; dense layers of more than 32 outputs on int8 slices\n"
+    "                        summed exactly, errors below fp32's sums); on the tensor cores, opt-in: tf32,\n"
+    "                        fp16 or bf16 (reduced precision) or 3xtf32 (near-exact)\n"
     "      --json            print the results as one JSON object\n";
 
 /* Loads the model and opens a session on it; prints the course's "Loading model... done" unless quiet. */

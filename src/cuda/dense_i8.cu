@@ -428,7 +428,7 @@ __global__ void i8_finish(float *y, const int *part, const int *ex, const int *e
     }
 }
 
-/* The tile shape: 64 x 64, four warps of 32 x 32 (181 registers, two blocks an SM), three stages. */
+/* The tile shape: 64 x 64, four warps of 32 x 32 (215 registers, two blocks an SM), three stages. */
 #define I8_TILE 64, 64, 2, 4, 3, 2
 #define I8_BM 64
 #define I8_BN 64
