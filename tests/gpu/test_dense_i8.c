@@ -15,7 +15,9 @@
  * each call, and x at any alignment (its 4-byte path against the 16-byte one).
  * Edges: a row of x holding inf or NaN gives NaN for that row only, a row of w holding NaN NaN for that output only; a
  * zero row gives b; a row whose values span 2^40 stays within the bound; IN past NC_DENSE_I8_MAX_IN, a short scratch
- * and an unknown kernel are refused. NC_GPU_TEST_QUICK=1 (under compute-sanitizer): the 2017 layer on 40 images.
+ * and an unknown kernel are refused. Through the cuda backend (fp32, its default): logits against cpu-ref's, and the
+ * same bits in chunks of any size, with a layer on int8 slices and one past NC_DENSE_I8_MAX_IN on the SIMT kernels.
+ * NC_GPU_TEST_QUICK=1 (under compute-sanitizer): the 2017 layer on 40 images.
  */
 #ifndef NC_HAVE_CUDA
 #include <stdio.h>
@@ -28,6 +30,7 @@ int main(void) {
 #include <stdint.h>
 #include <string.h>
 
+#include "core/model.h"
 #include "cpu/ref.h"
 #include "cuda/cuda_layers.h"
 #include "nc_test.h"
@@ -285,6 +288,45 @@ static void i8_edges(void) {
     i8_case_free(&c);
 }
 
+/* Through the cuda backend at fp32 (the default): a 40-output dense layer on int8 slices (IN 784), and one of IN 33856,
+ * past NC_DENSE_I8_MAX_IN, on the SIMT kernels; then 10 outputs (SIMT). Logits against cpu-ref's within 1e-4 (1 +
+ * |ref|), and chunks of 7 images the bits of one chunk of all (the slices' scratch grown, k split otherwise). */
+static void i8_backend(int side) {
+    nc_error err = {0};
+    nc_model *m = NULL;
+    char input[32];
+    snprintf(input, sizeof input, "1x%dx%d raw", side, side);
+    int rc = nc_model_build(&m, "dense", input, "flatten; dense 40 bias; tanh; dense 10 bias", &err);
+    check_rc(rc, &err, "nc_model_build");
+    if (rc) return;
+    nc_model_init_seeded(m, 5);
+    const int N = 300, px = side * side;
+    uint8_t *img = xmalloc((size_t)N * px);
+    for (size_t i = 0; i < (size_t)N * px; i++) img[i] = (uint8_t)next_u32();
+    int *p[3];
+    float *l[3];
+    nc_run_opts o[3];
+    const char *backend[3] = {"cpu-ref", "cuda", "cuda"};
+    for (int i = 0; i < 3; i++) {
+        p[i] = xmalloc(N * sizeof(int)), l[i] = xmalloc((size_t)N * 10 * sizeof(float));
+        memset(&o[i], 0, sizeof o[i]);
+        o[i].chunk = i == 2 ? 7 : (size_t)N;
+        nc_session *s = NULL;
+        check_rc(nc_session_create(&s, m, backend[i], &o[i], &err), &err, backend[i]);
+        if (s) check_rc(nc_session_run(s, img, N, side, side, p[i], l[i], NULL, &err), &err, "run");
+        nc_session_free(s);
+    }
+    char what[64];
+    snprintf(what, sizeof what, "cuda fp32, dense IN %d, against cpu-ref", px);
+    check_close(what, l[1], l[0], (size_t)N * 10, 1e-4, 1e-4);
+    const int same = memcmp(l[1], l[2], (size_t)N * 10 * sizeof(float)) == 0;
+    if (!same) fprintf(stderr, "%s: chunks of 7 give other bits\n", what);
+    CHECK(same);
+    for (int i = 0; i < 3; i++) free(p[i]), free(l[i]);
+    free(img);
+    nc_model_free(m);
+}
+
 int main(void) {
     const int start = gpu_test_start();
     if (start) return start;
@@ -310,6 +352,8 @@ int main(void) {
     i8_shape(1, 500, 33, 1);                                   /* the narrowest a backend sends, one image */
     for (int rep = 0; rep < 4; rep++) i8_shape(rand_int(1, 200), rand_int(1, 900), rand_int(1, 300), rep % 2);
     i8_edges();
+    i8_backend(28);  /* 784 inputs: int8 slices */
+    i8_backend(184); /* 33856: past NC_DENSE_I8_MAX_IN, the SIMT kernels */
     return nc_test_done("test_dense_i8");
 }
 #endif
