@@ -164,6 +164,19 @@ __device__ __forceinline__ float i8_combine(int l0, int l1, int l2, int ex, int 
     return (float)t;
 }
 
+/* Output (r, o)'s three levels: combined into y, or added into part[l][r][o] where k is split (i8_finish combines
+ * them). */
+__device__ __forceinline__ void i8_put(float *y, int *part, const int (&l)[I8_LEVELS], int B, int OUT, int r, int o,
+                                       const int *ex, const int *ew, const float *b) {
+    const size_t at = (size_t)r * OUT + o;
+    if (part) {
+#pragma unroll
+        for (int q = 0; q < I8_LEVELS; q++) atomicAdd(part + q * (size_t)B * OUT + at, l[q]);
+    } else {
+        y[at] = i8_combine(l[0], l[1], l[2], ex[r], ew[o], b, o);
+    }
+}
+
 /* A BM x BN tile of y (images x outputs) over k slices [n0, n1) of I8_BK, warps of (16 FM) x (8 FN), NS stages.
  * xs: x's slices, plane xp apart, rows KP bytes; ws: w's, plane wp apart. grid: x column tiles, y row tiles, z the
  * split of k. With part set, the levels are added into part[l][r][o] (int32, zeroed) for i8_finish; else combined. */
@@ -257,14 +270,8 @@ __global__ void __launch_bounds__(32 * (BM / (16 * FM)) * (BN / (8 * FN)), MINB)
             for (int q = 0; q < 4; q++) {
                 const int r = wm * 16 * FM + 16 * i + g + 8 * (q >> 1), o = wn * 8 * FN + 8 * j + 2 * tg + (q & 1);
                 if (r >= nx || o >= nw) continue;
-                const size_t at = (size_t)(i0 + r) * OUT + o0 + o;
-                if (part) {
-#pragma unroll
-                    for (int l = 0; l < I8_LEVELS; l++) atomicAdd(part + l * (size_t)B * OUT + at, acc[l][i][j][q]);
-                } else {
-                    y[at] = i8_combine(acc[0][i][j][q], acc[1][i][j][q], acc[2][i][j][q], ex[i0 + r], ew[o0 + o], b,
-                                       o0 + o);
-                }
+                const int l[I8_LEVELS] = {acc[0][i][j][q], acc[1][i][j][q], acc[2][i][j][q]};
+                i8_put(y, part, l, B, OUT, i0 + r, o0 + o, ex, ew, b);
             }
 }
 
@@ -294,12 +301,6 @@ __global__ void __launch_bounds__(32 * (BM / (16 * FM)) * (BN / (8 * FN)), MINB)
 #define I8W_WT (I8W_BN * I8_BK)                   /* a slice's w tile: 8 KB */
 #define I8W_STAGE (I8_SLICES * (I8W_XT + I8W_WT)) /* 36 KB */
 #define I8W_SMEM (I8W_NS * I8W_STAGE + 1024)      /* 1 KB more to align the stages */
-
-/* A K-major operand at shared address a under the 64-byte swizzle: start, leading byte offset (unused: 1), stride
- * byte offset (8 rows of 64 bytes), layout 2 (64-byte swizzle). */
-__device__ __forceinline__ uint64_t i8w_desc(uint32_t a) {
-    return (uint64_t)((a & 0x3FFFF) >> 4) | (uint64_t)1 << 16 | (uint64_t)(8 * I8_BK >> 4) << 32 | (uint64_t)2 << 62;
-}
 
 /* d += a b, m64n128k32, s8 operands from shared memory (both K-major), int32 sums: thread (warp w, lane 4g + t)
  * holds d[4j + e] at row 16w + g + 8 (e >> 1), column 8j + 2t + (e & 1). */
@@ -368,7 +369,8 @@ __global__ void __launch_bounds__(128, 2)
             for (int l = 0; l < I8_LEVELS; l++)
 #pragma unroll
                 for (int qa = 0; qa <= l; qa++)
-                    i8w_mma(acc[l], i8w_desc(xa + qa * I8W_XT + 32 * ks), i8w_desc(wa + (l - qa) * I8W_WT + 32 * ks));
+                    i8w_mma(acc[l], nc_wgmma_desc<I8_BK>(xa + qa * I8W_XT + 32 * ks),
+                            nc_wgmma_desc<I8_BK>(wa + (l - qa) * I8W_WT + 32 * ks));
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
         asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); /* step n - 1's */
         i8w_hold(acc);
@@ -389,14 +391,8 @@ __global__ void __launch_bounds__(128, 2)
         for (int e = 0; e < 4; e++) {
             const int r = 16 * warp + g + 8 * (e >> 1), o = 8 * j + 2 * t + (e & 1);
             if (r >= nx || o >= nw) continue;
-            const size_t at = (size_t)(i0 + r) * OUT + o0 + o;
-            if (part) {
-#pragma unroll
-                for (int l = 0; l < I8_LEVELS; l++) atomicAdd(part + l * (size_t)B * OUT + at, acc[l][4 * j + e]);
-            } else {
-                y[at] = i8_combine(acc[0][4 * j + e], acc[1][4 * j + e], acc[2][4 * j + e], ex[i0 + r], ew[o0 + o], b,
-                                   o0 + o);
-            }
+            const int l[I8_LEVELS] = {acc[0][4 * j + e], acc[1][4 * j + e], acc[2][4 * j + e]};
+            i8_put(y, part, l, B, OUT, i0 + r, o0 + o, ex, ew, b);
         }
 #else
     __trap(); /* the launcher runs it only where this file was built for sm_90a and the device is sm_90 */
@@ -428,7 +424,7 @@ __global__ void i8_finish(float *y, const int *part, const int *ex, const int *e
     }
 }
 
-/* The tile shape: 64 x 64, four warps of 32 x 32 (215 registers, two blocks an SM), three stages. */
+/* The tile shape: 64 x 64, four warps of 32 x 32 (218 registers, two blocks an SM), three stages. */
 #define I8_TILE 64, 64, 2, 4, 3, 2
 #define I8_BM 64
 #define I8_BN 64

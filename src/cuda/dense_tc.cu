@@ -526,12 +526,9 @@ template <int P> __device__ __forceinline__ int dwg_at(int r, int c) {
         return r * DWG_ROW(P) + ((c ^ ((r >> 1) & 3)) << 4);
 }
 
-/* A K-major operand at shared address a (the first row of 8-row groups 8 rows apart, rows DWG_ROW(P) bytes, the
- * swizzle of that width): start address, leading byte offset (unused with these swizzles: 1), stride byte offset,
- * and the layout (1: 128-byte swizzle, 2: 64-byte). */
+/* A K-major operand at shared address a, rows DWG_ROW(P) bytes under the swizzle of that width (hopper.cuh). */
 template <int P> __device__ __forceinline__ uint64_t dwg_desc(uint32_t a) {
-    return (uint64_t)((a & 0x3FFFF) >> 4) | (uint64_t)1 << 16 | (uint64_t)(8 * DWG_ROW(P) >> 4) << 32 |
-           (uint64_t)(DWG_IS32(P) ? 1 : 2) << 62;
+    return nc_wgmma_desc<DWG_ROW(P)>(a);
 }
 
 /* wgmma's 64 accumulators, fp32 sums: the asm operands d[0] .. d[63] (hopper.cuh). */

@@ -44,6 +44,15 @@ __device__ __forceinline__ void nc_tma3d(uint32_t dst, const void *map, int x0, 
 /* The driver's cuTensorMapEncodeTiled (through the runtime: nothing links libcuda), or NULL (dense_tc.cu). */
 PFN_cuTensorMapEncodeTiled_v12000 nc_cuda_tma_encoder(void);
 
+/* The shared-memory descriptor of a K-major wgmma operand at shared address a: 8-row groups 8 rows apart, rows of ROW
+ * bytes (128 or 64) under the swizzle of that width. Start address, leading byte offset (unused with these swizzles:
+ * 1), stride byte offset (8 rows), and the layout (1: 128-byte swizzle, 2: 64-byte). */
+template <int ROW> __device__ __forceinline__ uint64_t nc_wgmma_desc(uint32_t a) {
+    static_assert(ROW == 128 || ROW == 64, "rows of 128 or 64 bytes");
+    return (uint64_t)((a & 0x3FFFF) >> 4) | (uint64_t)1 << 16 | (uint64_t)(8 * ROW >> 4) << 32 |
+           (uint64_t)(ROW == 128 ? 1 : 2) << 62;
+}
+
 /* A wgmma's 64 accumulators a thread (an m64n128 tile of 32-bit sums): the register list of the instruction,
  * %0 .. %63, and the asm operands d[0] .. d[63] with constraint C ("+f" for fp32 sums, "+r" for int32). */
 #define NC_WGMMA_D64_REGS                                                                                              \
