@@ -1,7 +1,7 @@
 /*
  * A prototype, not in the library: 2018 spring's second layer (C 6 -> M 16, K 5) as an fp32 convolution on the int8
  * tensor cores (wgmma, sm_90a), its products summed exactly in integers: dense_i8.cu's splitting of Ozaki's scheme,
- * as an implicit GEMM. Built and timed by bench/ab/conv_i8_one.cu (docs/PERFORMANCE-LOG.md, 2026-11-28 10:04-10:42).
+ * as an implicit GEMM. Built and timed by bench/ab/conv_i8_one.cu (docs/PERFORMANCE-LOG.md, 2026-11-28 10:04-10:33).
  * It gives the right sums and loses to version 15, so it stayed here.
  *
  * The slices. Each image (all of its C H W inputs) and each output channel's weights (C K K) get a power-of-two scale

@@ -278,51 +278,69 @@ __global__ void __launch_bounds__(32 * (BM / (16 * FM)) * (BN / (8 * FN)), MINB)
 /* ------------------------------------------------------------------ the GEMM on wgmma (sm_90a) */
 
 /*
- * The same sums on the H100's warpgroup MMA (wgmma.mma_async m64n128k32 s8), where this file is built for sm_90a
- * (NC_DENSE_SM90A) and the device is sm_90: a block is one warpgroup on a tile of 64 rows of x by 128 of w, its three
- * levels 3 x 64 int32 accumulators a thread, two blocks an SM. A stage holds a k slice of 64 bytes of x's three
- * slices (64 rows) and w's (128 rows), each row 64 bytes under the 64-byte swizzle (16-byte chunk c of row r at chunk
- * c ^ (r / 2 mod 4): the K-major layout a descriptor names, 8 rows a core-matrix group, groups 512 bytes apart). The
- * tensor memory accelerator fills the stages: one thread issues a stage's two copies (x's three slices as one box of
- * 64 k by 64 rows by 3, w's of 64 by 128 by 3; rows past B or OUT zero-filled), which complete on the stage's `full`
+ * The same sums on the H100's warpgroup MMA (wgmma.mma_async m64nBNk32 s8), where this file is built for sm_90a
+ * (NC_DENSE_SM90A) and the device is sm_90: a block is one warpgroup on a tile of 64 rows of x by BN of w (128, or 80
+ * where that pads OUT less: the zoo's 140- and 160-wide layers take two tiles of 80 where they took two of 128), its
+ * three levels 3 x BN / 2 int32 accumulators a thread, two blocks an SM. A stage holds a k slice of 64 bytes of x's
+ * three slices (64 rows) and w's (BN rows), each row 64 bytes under the 64-byte swizzle (16-byte chunk c of row r at
+ * chunk c ^ (r / 2 mod 4): the K-major layout a descriptor names, 8 rows a core-matrix group, groups 512 bytes apart).
+ * The tensor memory accelerator fills the stages: one thread issues a stage's two copies (x's three slices as one box
+ * of 64 k by 64 rows by 3, w's of 64 by BN by 3; rows past B or OUT zero-filled), which complete on the stage's `full`
  * mbarrier; each thread arrives on the stage's `empty` mbarrier once its warp's MMAs on it are done, and the copies
  * into a stage wait for all 128. A stage's 12 MMAs (two k steps of 32, each the six products) are issued before the
- * previous stage's are waited for; no __syncthreads in the loop, I8W_NS stages of 36 KB, the next I8W_NS - 1 in
- * flight. Integer sums: the bits are i8_gemm's.
+ * previous stage's are waited for; no __syncthreads in the loop, I8W_NS stages (36 KB at BN 128), the next I8W_NS - 1
+ * in flight. Integer sums: the bits are i8_gemm's.
+ * Tiles of 80 (session 56, H200, bench/results/gpu-2026-11-28-h200-s56.*): 10816 x 140 0.563 ms where two tiles of 128
+ * took 0.651, 4704 x 160 0.226 (0.285), 4056 x 160 0.199 (0.264), 1296 x 140 0.092 (0.112), x's slicing included.
  * H200, 2026-11-28, the 2017 layer at B 10000 (bench/results/gpu-2026-11-28-s55-i8.log): 0.57 ms with x's slicing
  * (0.16 of it), where i8_gemm took 1.09, the same kernel with its stages copied by cp.async from every thread (and a
  * __syncthreads a stage) 0.96, cuBLAS's int8 GEMMs on the same slices (the three levels as GEMMs over k, 2k and 3k)
  * 0.34 without the slicing, and layers.cu's SIMT kernels 1.68.
  */
 #define I8W_BM 64
-#define I8W_BN 128
 #define I8W_NS 3
-#define I8W_XT (I8W_BM * I8_BK)                   /* a slice's x tile: 4 KB */
-#define I8W_WT (I8W_BN * I8_BK)                   /* a slice's w tile: 8 KB */
-#define I8W_STAGE (I8_SLICES * (I8W_XT + I8W_WT)) /* 36 KB */
-#define I8W_SMEM (I8W_NS * I8W_STAGE + 1024)      /* 1 KB more to align the stages */
+#define I8W_XT (I8W_BM * I8_BK)                           /* a slice's x tile: 4 KB */
+#define I8W_WT(BN) ((BN)*I8_BK)                           /* a slice's w tile: 8 KB at BN 128 */
+#define I8W_STAGE(BN) (I8_SLICES * (I8W_XT + I8W_WT(BN))) /* 36 KB at BN 128 */
+#define I8W_SMEM(BN) (I8W_NS * I8W_STAGE(BN) + 1024)      /* 1 KB more to align the stages */
 
-/* d += a b, m64n128k32, s8 operands from shared memory (both K-major), int32 sums: thread (warp w, lane 4g + t)
- * holds d[4j + e] at row 16w + g + 8 (e >> 1), column 8j + 2t + (e & 1). */
-__device__ __forceinline__ void i8w_mma(int (&d)[64], uint64_t da, uint64_t db) {
+/* d += a b, m64nBNk32 (BN 128 or 80), s8 operands from shared memory (both K-major), int32 sums: thread (warp w, lane
+ * 4g + t) holds d[4j + e] at row 16w + g + 8 (e >> 1), column 8j + 2t + (e & 1). */
+#define I8W_D40_REGS                                                                                                   \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, "  \
+    "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39}"
+#define I8W_D40_OPS(d)                                                                                                 \
+    "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]),        \
+        "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]),         \
+        "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]),        \
+        "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]), "+r"(d[32]),        \
+        "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39])
+template <int BN> __device__ __forceinline__ void i8w_mma(int (&d)[BN / 2], uint64_t da, uint64_t db) {
+    static_assert(BN == 128 || BN == 80, "tiles of 128 or 80 columns");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile("wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 " NC_WGMMA_D64_REGS ", %64, %65, 1;"
-                 : NC_WGMMA_D64_OPS("+r", d)
-                 : "l"(da), "l"(db));
+    if constexpr (BN == 128)
+        asm volatile("wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 " NC_WGMMA_D64_REGS ", %64, %65, 1;"
+                     : NC_WGMMA_D64_OPS("+r", d)
+                     : "l"(da), "l"(db));
+    else
+        asm volatile("wgmma.mma_async.sync.aligned.m64n80k32.s32.s8.s8 " I8W_D40_REGS ", %40, %41, 1;"
+                     : I8W_D40_OPS(d)
+                     : "l"(da), "l"(db));
 #else
     (void)d, (void)da, (void)db;
 #endif
 }
 
 /* Keeps the compiler from moving accesses of the accumulators across the wgmma fences and waits. */
-__device__ __forceinline__ void i8w_hold(int (&acc)[I8_LEVELS][64]) {
+template <int R> __device__ __forceinline__ void i8w_hold(int (&acc)[I8_LEVELS][R]) {
 #pragma unroll
     for (int l = 0; l < I8_LEVELS; l++)
 #pragma unroll
-        for (int e = 0; e < 64; e++) asm volatile("" : "+r"(acc[l][e])::"memory");
+        for (int e = 0; e < R; e++) asm volatile("" : "+r"(acc[l][e])::"memory");
 }
 
 /* i8_gemm's arguments and grid on wgmma (see above), x's and w's slices through their tensor maps (i8t_map). */
+template <int BN>
 __global__ void __launch_bounds__(128, 2)
     i8t_gemm(float *y, int *part, const __grid_constant__ CUtensorMap xmap, const int *ex,
              const __grid_constant__ CUtensorMap wmap, const int *ew, const float *b, int B, int KP, int OUT,
@@ -333,7 +351,8 @@ __global__ void __launch_bounds__(128, 2)
     unsigned char *sm = i8t_raw + ((1024 - ((uint32_t)__cvta_generic_to_shared(i8t_raw) & 1023)) & 1023);
     const uint32_t sm0 = (uint32_t)__cvta_generic_to_shared(sm), bars = (uint32_t)__cvta_generic_to_shared(bar);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
-    const int i0 = blockIdx.y * I8W_BM, o0 = blockIdx.x * I8W_BN, nx = B - i0, nw = OUT - o0;
+    constexpr uint32_t STAGE = I8W_STAGE(BN);
+    const int i0 = blockIdx.y * I8W_BM, o0 = blockIdx.x * BN, nx = B - i0, nw = OUT - o0;
     const int n0 = blockIdx.z * per_split, n1 = min(KP / I8_BK, n0 + per_split), steps = n1 - n0;
     if (tid == 0) {
         for (int s = 0; s < I8W_NS; s++) {
@@ -345,22 +364,22 @@ __global__ void __launch_bounds__(128, 2)
     __syncthreads();
     /* thread 0: step n's copies into stage st */
     auto fill = [&](int st, int n) {
-        const uint32_t full = bars + 8 * st, dst = sm0 + st * I8W_STAGE;
-        nc_bar_arrive_tx(full, I8W_STAGE);
+        const uint32_t full = bars + 8 * st, dst = sm0 + st * STAGE;
+        nc_bar_arrive_tx(full, STAGE);
         nc_tma3d(dst, &xmap, (n0 + n) * I8_BK, i0, 0, full);
         nc_tma3d(dst + I8_SLICES * I8W_XT, &wmap, (n0 + n) * I8_BK, o0, 0, full);
     };
     if (tid == 0)
         for (int n = 0; n < I8W_NS - 1 && n < steps; n++) fill(n, n);
-    int acc[I8_LEVELS][64];
+    int acc[I8_LEVELS][BN / 2];
 #pragma unroll
     for (int l = 0; l < I8_LEVELS; l++)
 #pragma unroll
-        for (int e = 0; e < 64; e++) acc[l][e] = 0;
+        for (int e = 0; e < BN / 2; e++) acc[l][e] = 0;
     int s = 0;
     for (int n = 0; n < steps; n++) {
         nc_bar_wait(bars + 8 * s, (n / I8W_NS) & 1);
-        const uint32_t xa = sm0 + s * I8W_STAGE, wa = xa + I8_SLICES * I8W_XT;
+        const uint32_t xa = sm0 + s * STAGE, wa = xa + I8_SLICES * I8W_XT;
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
         i8w_hold(acc);
 #pragma unroll
@@ -369,8 +388,8 @@ __global__ void __launch_bounds__(128, 2)
             for (int l = 0; l < I8_LEVELS; l++)
 #pragma unroll
                 for (int qa = 0; qa <= l; qa++)
-                    i8w_mma(acc[l], nc_wgmma_desc<I8_BK>(xa + qa * I8W_XT + 32 * ks),
-                            nc_wgmma_desc<I8_BK>(wa + (l - qa) * I8W_WT + 32 * ks));
+                    i8w_mma<BN>(acc[l], nc_wgmma_desc<I8_BK>(xa + qa * I8W_XT + 32 * ks),
+                                nc_wgmma_desc<I8_BK>(wa + (l - qa) * I8W_WT(BN) + 32 * ks));
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
         asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); /* step n - 1's */
         i8w_hold(acc);
@@ -386,7 +405,7 @@ __global__ void __launch_bounds__(128, 2)
     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
     i8w_hold(acc);
 #pragma unroll
-    for (int j = 0; j < 16; j++)
+    for (int j = 0; j < BN / 8; j++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             const int r = 16 * warp + g + 8 * (e >> 1), o = 8 * j + 2 * t + (e & 1);
@@ -448,6 +467,11 @@ static int i8_splits(int B, int IN, int OUT, int sms, int BM, int BN) {
     return s < 2 ? 1 : (int)s;
 }
 
+/* The wgmma kernel's tile width for OUT outputs: 80 where its tiles pad OUT less than 128's, else 128. */
+static int i8t_bn(int OUT) {
+    return (OUT + 79) / 80 * 80 < (OUT + 127) / 128 * 128 ? 80 : 128;
+}
+
 /* Whether the wgmma kernel runs: this file built for sm_90a, and an sm_90 device. */
 static int i8_wgmma(int *yes, nc_error *err) {
     *yes = 0;
@@ -476,7 +500,7 @@ static int i8_plan(int *kernel, int *splits, int B, int IN, int OUT, nc_error *e
                        "sm_90a");
     if (*splits <= 0) {
         if ((rc = i8_sms(&sms, err))) return rc;
-        *splits = *kernel == NC_DENSE_I8_WGMMA ? i8_splits(B, IN, OUT, sms, I8W_BM, I8W_BN)
+        *splits = *kernel == NC_DENSE_I8_WGMMA ? i8_splits(B, IN, OUT, sms, I8W_BM, i8t_bn(OUT))
                                                : i8_splits(B, IN, OUT, sms, I8_BM, I8_BN);
     }
     const int steps = i8_kp(IN) / I8_BK;
@@ -545,7 +569,7 @@ extern "C" int nc_cuda_dense_i8_forward_prepared(float *y, const float *x, const
     const int *ew = (const int *)(ws + i8_align((size_t)I8_SLICES * OUT * KP));
     if ((rc = i8_slice(xs, ex, x, B, IN, stream, err))) return rc;
     if (part) CUDA_RET(cudaMemsetAsync(part, 0, (size_t)I8_LEVELS * B * OUT * sizeof(int), stream));
-    const int BM = wg ? I8W_BM : I8_BM, BN = wg ? I8W_BN : I8_BN;
+    const int BM = wg ? I8W_BM : I8_BM, BN = wg ? i8t_bn(OUT) : I8_BN;
     const int per = (steps + splits - 1) / splits;
     const size_t xp = (size_t)B * KP, wpl = (size_t)OUT * KP;
     const int row_tiles = (B + BM - 1) / BM;
@@ -554,11 +578,12 @@ extern "C" int nc_cuda_dense_i8_forward_prepared(float *y, const float *x, const
     const dim3 grid((unsigned)((OUT + BN - 1) / BN), (unsigned)row_tiles, (unsigned)((steps + per - 1) / per));
     if (wg) {
         CUtensorMap xmap, wmap;
-        if ((rc = i8t_map(&xmap, xs, B, KP, I8W_BM, err)) || (rc = i8t_map(&wmap, ws, OUT, KP, I8W_BN, err))) return rc;
-        const int smem = I8W_SMEM;
-        CUDA_RET(cudaFuncSetAttribute((const void *)i8t_gemm, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        if ((rc = i8t_map(&xmap, xs, B, KP, I8W_BM, err)) || (rc = i8t_map(&wmap, ws, OUT, KP, BN, err))) return rc;
+        const int smem = BN == 80 ? I8W_SMEM(80) : I8W_SMEM(128);
+        const void *fn = BN == 80 ? (const void *)i8t_gemm<80> : (const void *)i8t_gemm<128>;
+        CUDA_RET(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
         void *args[] = {&y, &part, &xmap, &ex, &wmap, (void *)&ew, (void *)&b, &B, (void *)&KP, &OUT, (void *)&per};
-        CUDA_RET(cudaLaunchKernel((const void *)i8t_gemm, grid, dim3(128), args, smem, stream));
+        CUDA_RET(cudaLaunchKernel(fn, grid, dim3(128), args, smem, stream));
     } else {
         const void *fn = (const void *)i8_gemm<I8_TILE>;
         CUDA_RET(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, I8_SMEM));

@@ -347,8 +347,9 @@ int main(void) {
     if (want && *want == '1') CHECK(wgmma_here);
     const char *quick = getenv("NC_GPU_TEST_QUICK"); /* under compute-sanitizer: fewer images of the 2017 layer */
     i8_shape(quick && *quick == '1' ? 40 : 300, 7200, 500, 1); /* the 2017 layer */
-    i8_shape(131, 1296, 140, 0);                               /* 2019 spring's */
-    i8_shape(67, 4056, 160, 1);                                /* 2018 fall's */
+    i8_shape(131, 1296, 140, 0);                               /* 2019 spring's: two wgmma tiles of 80 columns */
+    i8_shape(67, 4056, 160, 1);                                /* 2018 fall's: two of 80 */
+    i8_shape(9, 200, 80, 0);                                   /* one tile of 80 (81 outputs take one of 128) */
     i8_shape(1, 500, 33, 1);                                   /* the narrowest a backend sends, one image */
     for (int rep = 0; rep < 4; rep++) i8_shape(rand_int(1, 200), rand_int(1, 900), rand_int(1, 300), rep % 2);
     i8_edges();
