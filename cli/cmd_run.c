@@ -37,7 +37,8 @@ enum {
     OPT_INPUT,
     OPT_LAYERS,
     OPT_SEED,
-    OPT_PRECISION
+    OPT_PRECISION,
+    OPT_DENSE_SUMS
 };
 
 #define RUN_LONG_OPTIONS                                                                                               \
@@ -45,7 +46,7 @@ enum {
         {"conv-kernel", required_argument, 0, OPT_CONV_KERNEL}, {"threads", required_argument, 0, OPT_THREADS},        \
         {"chunk", required_argument, 0, OPT_CHUNK}, {"device", required_argument, 0, OPT_DEVICE},                      \
         {"devices", required_argument, 0, OPT_DEVICES}, {"json", no_argument, 0, OPT_JSON},                            \
-        {"precision", required_argument, 0, OPT_PRECISION}, {                                                          \
+        {"precision", required_argument, 0, OPT_PRECISION}, {"dense-sums", required_argument, 0, OPT_DENSE_SUMS}, {    \
         "help", no_argument, 0, 'h'                                                                                    \
     }
 
@@ -93,6 +94,13 @@ static int run_option(run_args *a, int c, const char *arg) {
         cli_usage_error("--precision takes fp32, tf32, 3xtf32, fp16 or bf16, not '%s'", arg);
         return -1;
     }
+    case OPT_DENSE_SUMS:
+        if (!strcmp(arg, "slices") || !strcmp(arg, "fp32")) {
+            a->opts.dense_sums = !strcmp(arg, "fp32") ? NC_DENSE_SUMS_FP32 : NC_DENSE_SUMS_SLICES;
+            return 1;
+        }
+        cli_usage_error("--dense-sums takes slices or fp32, not '%s'", arg);
+        return -1;
     }
     return 0;
 }
@@ -111,6 +119,8 @@ static const char run_options_help[] =
     "      --precision P     cuda backend: fp32 (default; dense layers of more than 32 outputs on int8 slices\n"
     "                        summed exactly, errors below fp32's sums); on the tensor cores, opt-in: tf32,\n"
     "                        fp16 or bf16 (reduced precision) or 3xtf32 (near-exact)\n"
+    "      --dense-sums S    cuda backend at fp32: slices (default; as above) or fp32: every dense layer on fp32\n"
+    "                        fma sums in k's order, the SIMT kernels (slower on the wide layers)\n"
     "      --json            print the results as one JSON object\n";
 
 /* Loads the model and opens a session on it; prints the course's "Loading model... done" unless quiet. */

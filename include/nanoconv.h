@@ -124,7 +124,14 @@ typedef struct nc_run_opts {
     size_t chunk;    /* images per chunk; 0 = the backend chooses */
     int precision;   /* cuda backend: 0 fp32 (exact, default); on the tensor cores: 1 tf32, 3 fp16, 4 bf16
                         (reduced precision), 2 3xtf32 (near-exact); --precision; other backends ignore it */
+    int dense_sums;  /* cuda backend at fp32: NC_DENSE_SUMS_SLICES (0, default) the dense layers of more than 32
+                        outputs on the int8 tensor cores, their operands cut into three 8-bit slices and the products
+                        summed exactly in integers; NC_DENSE_SUMS_FP32 every dense layer on fp32 fma sums in k's order
+                        (the SIMT kernels); --dense-sums; ignored at the other precisions and by other backends */
 } nc_run_opts;
+
+#define NC_DENSE_SUMS_SLICES 0 /* nc_run_opts.dense_sums */
+#define NC_DENSE_SUMS_FP32 1
 
 #define NC_ALL_DEVICES (-1) /* nc_run_opts.devices: every GPU from `device` on */
 #define NC_MAX_DEVICES 64   /* the most GPUs a session spreads a run over */

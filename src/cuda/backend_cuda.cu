@@ -16,7 +16,7 @@
  * Time's note adds "tf32" / "3xtf32") and every dense layer of more than 32 outputs on dense_tc.cu's GEMM
  * (narrower ones stay exact fp32, which is faster there). At fp32 those dense layers run on the int8 tensor cores
  * (dense_i8.cu: operands cut into three 8-bit slices, sums exact in int32, errors below the fp32 sums'), the
- * narrower ones on layers.cu's SIMT kernels.
+ * narrower ones on layers.cu's SIMT kernels; --dense-sums fp32 (opts->dense_sums) keeps every one on those.
  */
 #include <nvtx3/nvToolsExt.h>
 #include <stdio.h>
@@ -63,6 +63,7 @@ typedef struct {
     int warmed[2];                 /* cuda_warm_up has run the first layer on floats [0], on pixels [1] */
     int autotuned;                 /* the versions are the tuner's (--conv-kernel 0, fp32) */
     int precision;                 /* NC_PRECISION_*: of the dense layers (the conv's is its version's) */
+    int dense_sums;                /* NC_DENSE_SUMS_*: at fp32, the dense layers on int8 slices or on fp32 sums */
     nc_conv_lut lut;               /* the model's pixel scaling, for a first layer reading uint8 */
     void *dense_w[NC_MAX_LAYERS];  /* per dense layer, its weights prepared for the tensor cores, or NULL */
     void *i8_scratch;              /* the fp32 dense layers' scratch on int8 slices (dense_i8.cu), grown as needed */
@@ -233,9 +234,9 @@ static int cuda_forward(void *ctx, nc_gpu *g, int from, int to, size_t i0, int B
 
 /* The dense layers' weights prepared once, for layers of DENSE_TC_MIN_OUT outputs or more (the others run on
  * layers.cu's SIMT kernels: dense_w stays NULL): at fp32 cut into int8 slices (dense_i8.cu; a layer of more than
- * NC_DENSE_I8_MAX_IN inputs stays on the SIMT kernels), at the reduced precisions in the tensor cores' format
- * (dense_tc.cu). Which kernel runs a layer depends on its shape only, never on B, so that a row of logits is the same
- * bits in a chunk of any size. */
+ * NC_DENSE_I8_MAX_IN inputs, and every layer under --dense-sums fp32, stays on the SIMT kernels), at the reduced
+ * precisions in the tensor cores' format (dense_tc.cu). Which kernel runs a layer depends on its shape only, never on
+ * B, so that a row of logits is the same bits in a chunk of any size. */
 static int cuda_prepare_dense(cuda_plan *p, nc_error *err) {
     const nc_model *m = p->g.m;
     for (int li = 0; li < m->n_layers; li++) {
@@ -244,7 +245,7 @@ static int cuda_prepare_dense(cuda_plan *p, nc_error *err) {
         const int IN = (int)nc_shape_size(l->in);
         int rc;
         if (p->precision == NC_PRECISION_FP32) {
-            if (IN > NC_DENSE_I8_MAX_IN) continue;
+            if (IN > NC_DENSE_I8_MAX_IN || p->dense_sums == NC_DENSE_SUMS_FP32) continue;
             CUDA_RET(cudaMalloc(&p->dense_w[li], nc_cuda_dense_i8_prepared_size(IN, l->m)));
             rc = nc_cuda_dense_i8_prepare(p->dense_w[li], p->g.weight[li], IN, l->m, p->g.stream, err);
         } else {
@@ -346,6 +347,8 @@ static int cuda_create(void **out, const nc_model *m, const nc_run_opts *opts, n
     if (opts->precision < NC_PRECISION_FP32 || opts->precision >= NC_PRECISION_COUNT)
         return nc_fail(err, NC_ERR_ARG, "precision %d: expected 0 (fp32), 1 (tf32), 2 (3xtf32), 3 (fp16) or 4 (bf16)",
                        opts->precision);
+    if (opts->dense_sums != NC_DENSE_SUMS_SLICES && opts->dense_sums != NC_DENSE_SUMS_FP32)
+        return nc_fail(err, NC_ERR_ARG, "dense_sums %d: expected 0 (int8 slices) or 1 (fp32)", opts->dense_sums);
     if (opts->conv_kernel) { /* said before any GPU work */
         int version = opts->conv_kernel;
         const int rc = nc_cuda_conv_resolve(&version, err);
@@ -354,6 +357,7 @@ static int cuda_create(void **out, const nc_model *m, const nc_run_opts *opts, n
     cuda_plan *p = (cuda_plan *)calloc(1, sizeof *p);
     if (!p) return nc_fail(err, NC_ERR_NOMEM, "out of memory for the cuda plan");
     p->precision = opts->precision;
+    p->dense_sums = opts->dense_sums;
     for (int i = 0; i < 256; i++) p->lut.v[i] = nc_scale_pixel(m, (uint8_t)i);
     int rc = nc_gpu_open(&p->g, m, opts, CUDA_MEMORY_SHARE, 0, err);
     if (!rc) rc = cuda_choose_versions(p, opts->conv_kernel, err);

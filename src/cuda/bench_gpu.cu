@@ -8,7 +8,8 @@
  *
  * Everything is table-driven: the conv versions are 1..nc_cuda_conv_num_versions(), each computing in
  * nc_cuda_conv_version_precision(v), held to the peak of that precision (peak_of); the dense GEMMs are ours at
- * every NC_PRECISION_* that nc_cuda_dense_tc_forward takes; the network lines are every NC_PRECISION_*.
+ * every NC_PRECISION_* that nc_cuda_dense_tc_forward takes; the network lines are every NC_PRECISION_*, and fp32
+ * again with --dense-sums fp32 (the dense layers on fp32 sums rather than int8 slices).
  */
 #include <cjson/cJSON.h>
 #include <cuda_bf16.h>
@@ -875,11 +876,12 @@ void nc_bench_shapes_of(const nc_model *m, nc_bench_shape *shapes, int max, int 
  * median, min and max of reps runs (ms[0..2]), so that a line's text shows whether it was slow in all its runs or
  * in a few. */
 static int time_network(const bench *b, const nc_model *m, const char *backend, int version, int precision,
-                        const nc_dataset *ds, int n, int reps, int *pred, double ms[3], nc_error *err) {
+                        int dense_sums, const nc_dataset *ds, int n, int reps, int *pred, double ms[3], nc_error *err) {
     nc_run_opts opts;
     memset(&opts, 0, sizeof opts);
     opts.conv_kernel = version;
     opts.precision = precision;
+    opts.dense_sums = dense_sums;
     opts.device = b->device;
     opts.devices = b->devices;
     nc_session *s = NULL;
@@ -908,9 +910,11 @@ static double correctness(const int *pred, const nc_dataset *ds, int n) {
 }
 
 /* The whole network, host uint8 images to predictions: the cuda backend at every precision (its default conv
- * kernels: --conv-kernel 0), then the cudnn backend, which every cuda line is compared with. */
+ * kernels: --conv-kernel 0) and at fp32 with --dense-sums fp32, then the cudnn backend, which every cuda line is
+ * compared with. Line i: cuda at precision i for i < NC_PRECISION_COUNT, then cuda fp32 on fp32 dense sums, then
+ * cudnn. */
 static int bench_network(bench *b, const nc_model *m, const nc_dataset *ds, int n, cJSON *nets, nc_error *err) {
-    enum { LINES = NC_PRECISION_COUNT + 1 }; /* the last: cudnn */
+    enum { SUMS = NC_PRECISION_COUNT, LINES = NC_PRECISION_COUNT + 2 }; /* the last: cudnn */
     int *pred = (int *)malloc((size_t)n * sizeof(int));
     if (!pred) return nc_fail(err, NC_ERR_NOMEM, "out of host memory");
     double t[LINES] = {0}, spread[LINES][3] = {{0}}, acc[LINES] = {0};
@@ -922,17 +926,19 @@ static int bench_network(bench *b, const nc_model *m, const nc_dataset *ds, int 
         snprintf(on, sizeof on, " --devices %d", gpus);
     }
     for (int i = 0; i < LINES && !rc; i++) {
-        const char *backend = i < NC_PRECISION_COUNT ? "cuda" : "cudnn";
+        const char *backend = i < LINES - 1 ? "cuda" : "cudnn";
         const int precision = i < NC_PRECISION_COUNT ? i : NC_PRECISION_FP32;
-        rc = time_network(b, m, backend, 0, precision, ds, n, b->reps < 10 ? b->reps : 10, pred, spread[i], err);
+        const int sums = i == SUMS ? NC_DENSE_SUMS_FP32 : NC_DENSE_SUMS_SLICES;
+        rc = time_network(b, m, backend, 0, precision, sums, ds, n, b->reps < 10 ? b->reps : 10, pred, spread[i],
+                          err);
         t[i] = spread[i][0];
-        if (rc == NC_ERR_UNAVAILABLE && i == NC_PRECISION_COUNT) { /* no cudnn built */
+        if (rc == NC_ERR_UNAVAILABLE && i == LINES - 1) { /* no cudnn built */
             rc = NC_OK;
             continue;
         }
         if (rc == NC_ERR_ARG) { /* a precision this build's backend refuses */
-            fprintf(b->out, "%-30s %6d  network %s --precision %s%s: not run: %s\n", m->name, n, backend,
-                    prec_name(precision), on, err->msg);
+            fprintf(b->out, "%-30s %6d  network %s --precision %s%s%s: not run: %s\n", m->name, n, backend,
+                    prec_name(precision), i == SUMS ? " --dense-sums fp32" : "", on, err->msg);
             t[i] = 0.0, rc = NC_OK;
             continue;
         }
@@ -945,6 +951,7 @@ static int bench_network(bench *b, const nc_model *m, const nc_dataset *ds, int 
             cJSON_AddStringToObject(rows[i], "backend", backend);
             cJSON_AddNumberToObject(rows[i], "conv_kernel", 0);
             cJSON_AddStringToObject(rows[i], "precision", prec_name(precision));
+            if (i < LINES - 1) cJSON_AddStringToObject(rows[i], "dense_sums", i == SUMS ? "fp32" : "slices");
             cJSON_AddBoolToObject(rows[i], "exact", precision == NC_PRECISION_FP32);
             cJSON_AddNumberToObject(rows[i], "devices", gpus);
             cJSON_AddNumberToObject(rows[i], "ms", t[i]);
@@ -960,10 +967,11 @@ static int bench_network(bench *b, const nc_model *m, const nc_dataset *ds, int 
         const int precision = i < NC_PRECISION_COUNT ? i : NC_PRECISION_FP32;
         char note[96];
         precision_note(precision, note, sizeof note);
+        if (i == SUMS) snprintf(note, sizeof note, "dense layers on fp32 sums (--dense-sums fp32)");
         fprintf(b->out, "%-30s %6d  network %-5s --precision %-6s%s %10.3f ms (%.3f-%.3f)  correctness %.4f", m->name,
-                n, i < NC_PRECISION_COUNT ? "cuda" : "cudnn", prec_name(precision), on, t[i], spread[i][1],
-                spread[i][2], acc[i]);
-        if (i < NC_PRECISION_COUNT && dnn > 0.0) fprintf(b->out, "  %.2fx the cudnn backend", dnn / t[i]);
+                n, i < LINES - 1 ? "cuda" : "cudnn", prec_name(precision), on, t[i], spread[i][1], spread[i][2],
+                acc[i]);
+        if (i < LINES - 1 && dnn > 0.0) fprintf(b->out, "  %.2fx the cudnn backend", dnn / t[i]);
         fprintf(b->out, "%s%s\n", note[0] ? "  " : "", note);
         if (rows[i]) cJSON_AddNumberToObject(rows[i], "vs_cudnn_backend", dnn > 0.0 ? dnn / t[i] : 0.0);
     }

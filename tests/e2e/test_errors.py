@@ -108,6 +108,14 @@ with tempfile.TemporaryDirectory() as d:
     expect(["eval", "--model", os.path.join(d, "none.safetensors"), "--data", good], ["none.safetensors"],
            "missing model file")
     expect(["eval", "--model", model, "--data", good, "-n", "zero"], ["-n"], "bad -n")
+    # --dense-sums: slices or fp32 (the cuda backend's; the others run as without it).
+    for bad in ("int8", "FP32", ""):
+        expect(["eval", "--model", model, "--data", good, "--dense-sums", bad], ["--dense-sums"], f"--dense-sums {bad!r}")
+    for good_sums in ("slices", "fp32"):
+        r = ncpy.run(["eval", "--model", model, "--data", good, "--backend", "cpu-ref", "--dense-sums", good_sums],
+                     check=False)
+        chk.check(r.returncode == 0 and ok.stdout.splitlines()[-1] == r.stdout.splitlines()[-1],
+                  f"--dense-sums {good_sums} on cpu-ref runs as without it: {r.stderr}")
 
     # --devices: a count of GPUs or all, for the GPU backends only (tests/gpu/test_devices.py runs it on GPUs).
     for bad in ("0", "-1", "two", "65"):

@@ -3,8 +3,9 @@
   - on a made-up bench whose answers are known: the best exact version of each form (a faster reduced-precision row
     is not it), 1.5 times the floor met at 1.5 and missed at 1.57, a layer with no fused form, the share of the lower
     floor that a quarter of cuDNN's time needs (45%, 80% and 120%), 4x missed at 3.96 and met at 4.08, the 2017 layer
-    fused under 0.25 ms, the 2017 network at three precisions (one under 1.5 ms and short of 3x), and a prediction
-    check with a differing exact version and a reduced one past the 0.002 allowed;
+    fused under 0.25 ms, the 2017 network at three precisions (one under 1.5 ms and short of 3x) and at fp32 on fp32
+    dense sums (its own line, not standing for the default fp32 one), and a prediction check with a differing exact
+    version and a reduced one past the 0.002 allowed;
   - the same bench gzipped, read alike;
   - on every bench the GPU machine wrote (bench/results) in the format read: one row a zoo layer, each with every
     column.
@@ -58,6 +59,9 @@ bench = {
         row(C, 5, "direct", 0.49, 12.8e9, 1.2e9),
     ],
     "networks": [
+        # The bench's --dense-sums fp32 line, first: it must not stand for the default fp32 line.
+        {"model": "fashion-2017-high", "N": 10000, "backend": "cuda", "precision": "fp32", "dense_sums": "fp32",
+         "ms": 1.4},
         {"model": "fashion-2017-high", "N": 10000, "backend": "cuda", "precision": "fp32", "ms": 1.6},
         {"model": "fashion-2017-high", "N": 10000, "backend": "cuda", "precision": "fp16", "ms": 1.0, "min_ms": 0.9,
          "max_ms": 3.25},
@@ -111,10 +115,13 @@ for path in (bench_path, bench_path + ".gz"):
                         "4.08 (alone)", "yes"], f"C: {c}")
     fused = next((v for k, v in t.items() if k.startswith("the 2017 layer fused")), None)
     chk.check(fused == ["v9 fp16 0.200 ms; exact fp32 v5 0.450 ms", "yes"], f"the 2017 layer fused: {fused}")
-    fp32 = next((v for k, v in t.items() if k.startswith("the 2017 network at fp32")), None)
+    fp32 = t.get("the 2017 network at fp32 under 1.5 ms and 3× the cudnn backend")
+    sums = t.get("the 2017 network at fp32 with the dense layers on fp32 sums (--dense-sums fp32) under 1.5 ms and "
+                 "3× the cudnn backend")
     fp16 = next((v for k, v in t.items() if k.startswith("the 2017 network at fp16")), None)
     bf16 = next((v for k, v in t.items() if k.startswith("the 2017 network at bf16")), None)
     chk.check(fp32 == ["1.600 ms, 2.62× (4.200)", "**no**"], f"the 2017 network at fp32: {fp32}")
+    chk.check(sums == ["1.400 ms, 3.00× (4.200)", "yes"], f"the 2017 network at fp32 on fp32 dense sums: {sums}")
     chk.check(fp16 == ["1.000 ms (runs 0.900–3.250), 4.20× (4.200)", "yes"], f"the 2017 network at fp16: {fp16}")
     chk.check(bf16 == ["1.450 ms, 2.90× (4.200)", "**no**"], f"the 2017 network at bf16, under 1.5 ms, 2.9x: {bf16}")
     chk.check(not any("fashion-2020" in k or "network at" in k and "2017" not in k for k in t), "other models' lines")

@@ -15,7 +15,8 @@
    reason for the other.
 2. A model (the zoo's 2019-spring, or a seeded one of its architecture), `-n 1000 --reps 3 --check 2000`:
    "dense" has, for each dense layer, cuBLAS fp32 and TF32 rows and our SIMT fp32 row; "networks" has the cuda
-   backend at fp32 and the cudnn backend, each line's median between its min and max; "checks" has every version,
+   backend at fp32 (twice: the dense layers on int8 slices, and on fp32 sums) and the cudnn backend, each line's
+   median between its min and max; "checks" has every version,
    and every exact (fp32) version gives cpu-ref's predictions. Reduced-precision versions are held to the bench's
    own rule (correctness loss at most 0.002), and the exit status must agree with the checks: 1 where one failed,
    else 0.
@@ -182,6 +183,8 @@ nets = doc.get("networks", [])
 have = {(r["backend"], r["precision"]) for r in nets}
 for want in [("cuda", "fp32"), ("cudnn", "fp32")]:
     chk.check(want in have, f"network line {want} missing: {sorted(have)}")
+sums = [r.get("dense_sums") for r in nets if r["backend"] == "cuda" and r["precision"] == "fp32"]
+chk.check(sorted(sums) == ["fp32", "slices"], f"cuda fp32 network lines on int8 slices and on fp32 sums: {sums}")
 for r in nets:
     positive(r, ["ms", "min_ms", "max_ms"], f"network {r['backend']} {r['precision']}")
     chk.check(r.get("min_ms", 0) <= r.get("ms", -1) <= r.get("max_ms", 0),

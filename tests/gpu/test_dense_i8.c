@@ -303,26 +303,45 @@ static void i8_backend(int side) {
     const int N = 300, px = side * side;
     uint8_t *img = xmalloc((size_t)N * px);
     for (size_t i = 0; i < (size_t)N * px; i++) img[i] = (uint8_t)next_u32();
-    int *p[3];
-    float *l[3];
-    nc_run_opts o[3];
-    const char *backend[3] = {"cpu-ref", "cuda", "cuda"};
-    for (int i = 0; i < 3; i++) {
+    /* cpu-ref; cuda at fp32 in one chunk and in chunks of 7; the same two under --dense-sums fp32 */
+    enum { RUNS = 5 };
+    int *p[RUNS];
+    float *l[RUNS];
+    nc_run_opts o[RUNS];
+    const char *backend[RUNS] = {"cpu-ref", "cuda", "cuda", "cuda", "cuda"};
+    for (int i = 0; i < RUNS; i++) {
         p[i] = xmalloc(N * sizeof(int)), l[i] = xmalloc((size_t)N * 10 * sizeof(float));
         memset(&o[i], 0, sizeof o[i]);
-        o[i].chunk = i == 2 ? 7 : (size_t)N;
+        o[i].chunk = i == 2 || i == 4 ? 7 : (size_t)N;
+        o[i].dense_sums = i >= 3 ? NC_DENSE_SUMS_FP32 : NC_DENSE_SUMS_SLICES;
         nc_session *s = NULL;
         check_rc(nc_session_create(&s, m, backend[i], &o[i], &err), &err, backend[i]);
         if (s) check_rc(nc_session_run(s, img, N, side, side, p[i], l[i], NULL, &err), &err, "run");
         nc_session_free(s);
     }
-    char what[64];
-    snprintf(what, sizeof what, "cuda fp32, dense IN %d, against cpu-ref", px);
-    check_close(what, l[1], l[0], (size_t)N * 10, 1e-4, 1e-4);
-    const int same = memcmp(l[1], l[2], (size_t)N * 10 * sizeof(float)) == 0;
-    if (!same) fprintf(stderr, "%s: chunks of 7 give other bits\n", what);
-    CHECK(same);
-    for (int i = 0; i < 3; i++) free(p[i]), free(l[i]);
+    const size_t n = (size_t)N * 10, bytes = n * sizeof(float);
+    for (int f = 0; f < 2; f++) {
+        const int a = 1 + 2 * f;
+        char what[96];
+        snprintf(what, sizeof what, "cuda fp32%s, dense IN %d, against cpu-ref", f ? " --dense-sums fp32" : "", px);
+        check_close(what, l[a], l[0], n, 1e-4, 1e-4);
+        const int same = memcmp(l[a], l[a + 1], bytes) == 0;
+        if (!same) fprintf(stderr, "%s: chunks of 7 give other bits\n", what);
+        CHECK(same);
+    }
+    /* The switch took: where the first layer is on int8 slices (IN within NC_DENSE_I8_MAX_IN), the fp32 sums round
+     * otherwise somewhere among the 3000 logits; past the limit both runs are the SIMT kernels', the same bits. */
+    const int differ = memcmp(l[1], l[3], bytes) != 0;
+    if (differ != (px <= NC_DENSE_I8_MAX_IN))
+        fprintf(stderr, "dense IN %d: --dense-sums fp32 gives %s bits\n", px, differ ? "other" : "the same");
+    CHECK(differ == (px <= NC_DENSE_I8_MAX_IN));
+    nc_run_opts bad;
+    memset(&bad, 0, sizeof bad);
+    bad.dense_sums = 7;
+    nc_session *s = NULL;
+    CHECK(nc_session_create(&s, m, "cuda", &bad, &err) == NC_ERR_ARG && strstr(err.msg, "dense_sums 7"));
+    nc_session_free(s);
+    for (int i = 0; i < RUNS; i++) free(p[i]), free(l[i]);
     free(img);
     nc_model_free(m);
 }
