@@ -22,7 +22,7 @@
  * image in each phase; -DCI8_ABL_NOMMA, _NOEPI and _NOLOAD leave out the MMAs, the epilogue's sums or the fragments'
  * loads of ci8_conv_kernel (wrong sums: for the time of the rest).
  * One translation unit with the kernels (sm_90a only: a call carries at most 64 MiB, and no CMake target builds it):
- *   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -DNC_DENSE_SM90A -DCI8_VARIANTS -DCI8_VERBOSE \
+ *   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -DCI8_VARIANTS -DCI8_VERBOSE \
  *        -I src -I include -I bench/ab -o conv_i8_one bench/ab/conv_i8_one.cu src/core/error.c && ./conv_i8_one [B]
  */
 #include <algorithm>
@@ -34,14 +34,8 @@
 
 #include "conv_i8_proto.cu"
 
-#define CK(x)                                                                                                          \
-    do {                                                                                                               \
-        cudaError_t e_ = (x);                                                                                          \
-        if (e_ != cudaSuccess) {                                                                                       \
-            fprintf(stderr, "conv_i8_one: %s: %s\n", #x, cudaGetErrorString(e_));                                      \
-            exit(1);                                                                                                   \
-        }                                                                                                              \
-    } while (0)
+#define AB_NAME "conv_i8_one"
+#include "ab_harness.h" /* CK */
 
 static float urand(unsigned long long *s) {
     *s = *s * 6364136223846793005ull + 1442695040888963407ull;

@@ -66,15 +66,20 @@
 #include "cuda/cuda_check.h"
 #include "cuda/hopper.cuh"
 
+#ifdef CI8_ABL_NOMMA /* an ablation of bench/ab/conv_i8_one.cu: the kernels without their MMAs */
+#define WG8_ABLATE
+#endif
+#include "wgmma_s8.cuh" /* the int8 wgmma wrappers (wg8_rsN, wg8_ssN) and wg8_desc */
+
 #define CI8_M 16                    /* output channels */
 #define CI8_MAXC 8                  /* channels a staged pixel (8 bytes a slice) */
 #define CI8_BAD INT_MIN             /* the scale of an image or channel holding inf or NaN */
 #define CI8_COMBINE (254.0 * 254.0) /* L0's weight in the integer sum of the levels */
 
-/* The three slices of v under the scale 2^(e - 7), dense_i8.cu's arithmetic: t = v 2^(7 - e) (exact), T = rint(t 2^20),
- * then slice q = round(T_q / 2^20), halves up, T_(q+1) = 254 (T_q - 2^20 slice q), exactly. The factor 2^(27 - e) is
- * taken as two powers of two (ci8_pow2), each a normal float: v times them is exact, or too small to round to
- * anything but 0. */
+/* The three slices of v under the scale 2^(e - 7), dense_i8.cu's arithmetic: t = v 2^(7 - e) (exact), T = rint(t
+ * 2^20), then slice q = round(T_q / 2^20), halves up, T_(q+1) = 254 (T_q - 2^20 slice q), exactly. The factor 2^(27
+ * - e) is taken as two powers of two (ci8_pow2), each a normal float: v times them is exact, or too small to round
+ * to anything but 0. */
 __device__ __forceinline__ void ci8_slice(int (&s)[3], float v, float f1, float f2) {
     int T = __float2int_rn(v * f1 * f2);
 #pragma unroll
@@ -102,62 +107,6 @@ __device__ __forceinline__ int ci8_exponent(float m) {
     return e;
 }
 
-/* A no-swizzle K-major wgmma operand at shared address a: 16-byte chunks lbo apart along k, 8-row groups sbo apart. */
-__device__ __forceinline__ uint64_t ci8_desc(uint32_t a, uint32_t lbo, uint32_t sbo) {
-    return (uint64_t)((a & 0x3FFFF) >> 4) | (uint64_t)(lbo >> 4) << 16 | (uint64_t)(sbo >> 4) << 32;
-}
-
-/* The MMAs: d += a b, m64nNk32, int32 sums, b (the weights' slices, s8) through its descriptor; a (x's slice: s8, or
- * u8 where U) from registers (thread (warp w, lane 4 g + t): a[0] row 16 w + g, k 4 t..4 t + 3; a[1] row + 8; a[2],
- * a[3] the same at k + 16) or, in ci8s_mma, from shared memory through its descriptor. d[4 j + e]: row
- * 16 w + g + 8 (e >> 1), column 8 j + 2 t + (e & 1). CI8_ABL_NOMMA (an ablation of bench/ab/conv_i8_one.cu) leaves
- * them out. */
-#define CI8_D8 "{%0, %1, %2, %3, %4, %5, %6, %7}"
-#define CI8_D16 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
-#define CI8_D24                                                                                                        \
-    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23}"
-#define CI8_OPS8(d) "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7])
-#define CI8_OPS16(d)                                                                                                   \
-    CI8_OPS8(d), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15])
-#define CI8_OPS24(d)                                                                                                   \
-    CI8_OPS16(d), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23])
-#define CI8_WGMMA(N, AT) "wgmma.mma_async.sync.aligned.m64n" #N "k32.s32." AT ".s8 "
-
-/* N = 8 R: the register list D (R registers), its operands OPS; a from registers, at its operand numbers A. */
-#define CI8_RS(N, D, OPS, A)                                                                                           \
-    template <bool U = false>                                                                                          \
-    __device__ __forceinline__ void ci8_mma##N(int(&d)[N / 2], const uint32_t(&a)[4], uint64_t db) {                   \
-        CI8_ABLATED(d, a[0] ^ a[1] ^ a[2] ^ a[3] ^ (uint32_t)db);                                                      \
-        if (U)                                                                                                         \
-            asm volatile(CI8_WGMMA(N, "u8") D ", " A ";"                                                               \
-                         : OPS(d)                                                                                      \
-                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));                                       \
-        else                                                                                                           \
-            asm volatile(CI8_WGMMA(N, "s8") D ", " A ";"                                                               \
-                         : OPS(d)                                                                                      \
-                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));                                       \
-    }
-#define CI8_SS(N, D, OPS, A)                                                                                           \
-    __device__ __forceinline__ void ci8s_mma##N(int(&d)[N / 2], uint64_t da, uint64_t db) {                            \
-        CI8_ABLATED(d, (uint32_t)(da ^ db));                                                                           \
-        asm volatile(CI8_WGMMA(N, "s8") D ", " A ";" : OPS(d) : "l"(da), "l"(db));                                     \
-    }
-#if defined(CI8_ABL_NOMMA) || !defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define CI8_ABLATED(d, v)                                                                                              \
-    do {                                                                                                               \
-        d[0] += (int)(v);                                                                                              \
-        return;                                                                                                        \
-    } while (0)
-#else
-#define CI8_ABLATED(d, v) ((void)0)
-#endif
-CI8_RS(48, CI8_D24, CI8_OPS24, "{%24, %25, %26, %27}, %28, 1")
-CI8_RS(32, CI8_D16, CI8_OPS16, "{%16, %17, %18, %19}, %20, 1")
-CI8_RS(16, CI8_D8, CI8_OPS8, "{%8, %9, %10, %11}, %12, 1")
-CI8_SS(48, CI8_D24, CI8_OPS24, "%24, %25, 1")
-CI8_SS(32, CI8_D16, CI8_OPS16, "%16, %17, 1")
-CI8_SS(16, CI8_D8, CI8_OPS8, "%8, %9, 1")
-
 /* Keeps the compiler from moving accesses of the registers across the wgmma fences and waits. */
 template <int R> __device__ __forceinline__ void ci8_hold(int (&d)[R]) {
 #pragma unroll
@@ -171,15 +120,17 @@ __device__ __forceinline__ void ci8_bulk(uint32_t dst, const void *src, uint32_t
                  : "memory");
 }
 
-/* The shared memory of a block: the weights' slices (the B operand: 6 groups of 8 rows, SBO apart, each k step's two
- * 16-byte chunks 128 bytes apart), the image's three slices (XP bytes each), two staging buffers of FB bytes. */
+/* The shared memory of a block: the weights' slices (the B operand: 6 groups of 8 rows, SBO apart, each k step's
+ * two 16-byte chunks 128 bytes apart), the image's three slices (XP bytes each), two staging buffers of FB bytes.
+ */
 __device__ __forceinline__ void ci8l_ldsm4(uint32_t (&r)[4], uint32_t addr) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(addr));
 }
 
-/* x's value v as T = rint(v 2^(31 - e)) + 128 (f1 f2 = 2^(31 - e), two normal floats: exact, or too small to matter).
+/* x's value v as T = rint(v 2^(31 - e)) + 128 (f1 f2 = 2^(31 - e), two normal floats: exact, or too small to
+ * matter).
  */
 __device__ __forceinline__ uint32_t ci8l_bytes(float v, float f1, float f2) {
     return (uint32_t)(__float2int_rn(v * f1 * f2) + 128);
@@ -194,8 +145,8 @@ __device__ __forceinline__ void ci8l_pow2(float &f1, float &f2, int e) {
 
 /* ------------------------------------------------------------------ what the three kernels share */
 
-/* A block's start: its NB staging mbarriers, bytes [0, zero) of its shared memory zeroed, and the copies of its first
- * NB images (block b's n-th: image b + n gridDim.x) into the staging buffers at fb, fbn bytes apart. */
+/* A block's start: its NB staging mbarriers, bytes [0, zero) of its shared memory zeroed, and the copies of its
+ * first NB images (block b's n-th: image b + n gridDim.x) into the staging buffers at fb, fbn bytes apart. */
 template <int NB>
 __device__ __forceinline__ void ci8_start(unsigned char *sm, uint32_t s0, uint32_t bars, uint32_t zero, uint32_t fb,
                                           uint32_t fbn, const float *x, int B, size_t img_floats) {
@@ -217,8 +168,9 @@ __device__ __forceinline__ void ci8_start(unsigned char *sm, uint32_t s0, uint32
 
 /* The weights' slices into the B operand at sm (row 16 i + m for w slice i of channel m, 8-row groups sbo apart), a
  * warp a channel at a time; ew[m] their exponents (CI8_BAD where the channel holds inf or NaN: its slices stay 0).
- * PAIRS: chunk c = ky CR + kx / 2 of the pair layout (byte (kx % 2) 8 + ch); else k step tap / 4, lane tap % 4, half
- * ch / 4 (byte 4 (tap % 4) + ch % 4). Ends with the proxy fence the tensor cores' reads need (a barrier must follow).
+ * PAIRS: chunk c = ky CR + kx / 2 of the pair layout (byte (kx % 2) 8 + ch); else k step tap / 4, lane tap % 4,
+ * half ch / 4 (byte 4 (tap % 4) + ch % 4). Ends with the proxy fence the tensor cores' reads need (a barrier must
+ * follow).
  */
 template <int K, bool PAIRS>
 __device__ __forceinline__ void ci8_weights(unsigned char *sm, const float *k, int C, uint32_t sbo, int *ew) {
@@ -255,9 +207,9 @@ __device__ __forceinline__ void ci8_weights(unsigned char *sm, const float *k, i
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
 
-/* The staged image's largest magnitude (n4 float4 at f) as its exponent, or CI8_BAD where it holds inf or NaN; every
- * thread of the block calls it (red: a float a warp). The barrier in it also tells that every warp is done with the
- * previous image. */
+/* The staged image's largest magnitude (n4 float4 at f) as its exponent, or CI8_BAD where it holds inf or NaN;
+ * every thread of the block calls it (red: a float a warp). The barrier in it also tells that every warp is done
+ * with the previous image. */
 __device__ __forceinline__ int ci8_image_exponent(const float *f, int n4, float *red) {
     const int tid = threadIdx.x, NT = blockDim.x;
     float mx = 0.0f;
@@ -275,6 +227,54 @@ __device__ __forceinline__ int ci8_image_exponent(const float *f, int n4, float 
     mx = 0.0f;
     for (int i = 0; i < NT / 32; i++) mx = fmaxf(mx, red[i]);
     return bad ? CI8_BAD : ci8_exponent(mx);
+}
+
+/* Pixel p's C channels (planes HW floats apart at f) as its three slices' words, w[i][0] channels 0..3 and w[i][1]
+ * 4..7 (a byte each; channels past C, and every channel of a bad image, 0): in base 254 (ci8_slice, f1 f2 from
+ * ci8_pow2), or, ci8l_pixel_words, as bytes 3, 2 and 1 of ci8l_bytes (f1 f2 from ci8l_pow2) by byte permutes. */
+__device__ __forceinline__ void ci8_pixel_words(uint32_t (&w)[3][2], const float *f, int HW, int p, int C, int bad,
+                                                float f1, float f2) {
+    uint32_t lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0}; /* not w[i][c / 4]: that index would put w in local memory */
+    for (int c = 0; c < C && !bad; c++) {
+        int q[3];
+        ci8_slice(q, f[c * HW + p], f1, f2);
+#pragma unroll
+        for (int i = 0; i < 3; i++) {
+            const uint32_t b = (uint32_t)(q[i] & 0xff) << (8 * (c & 3));
+            if (c < 4)
+                lo[i] |= b;
+            else
+                hi[i] |= b;
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < 3; i++) w[i][0] = lo[i], w[i][1] = hi[i];
+}
+__device__ __forceinline__ void ci8l_pixel_words(uint32_t (&w)[3][2], const float *f, int HW, int p, int C, int bad,
+                                                 float f1, float f2) {
+    uint32_t v[CI8_MAXC];
+#pragma unroll
+    for (int c = 0; c < CI8_MAXC; c++) v[c] = c < C && !bad ? ci8l_bytes(f[c * HW + p], f1, f2) : 128u;
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const uint32_t ab = __byte_perm(v[4 * h], v[4 * h + 1], 0x6273);     /* a3 b3 a2 b2 */
+        const uint32_t cd = __byte_perm(v[4 * h + 2], v[4 * h + 3], 0x6273); /* c3 d3 c2 d2 */
+        const uint32_t ab1 = __byte_perm(v[4 * h], v[4 * h + 1], 0x0051);    /* a1 b1 */
+        const uint32_t cd1 = __byte_perm(v[4 * h + 2], v[4 * h + 3], 0x0051);
+        w[0][h] = __byte_perm(ab, cd, 0x5410);
+        w[1][h] = __byte_perm(ab, cd, 0x7632);
+        w[2][h] = __byte_perm(ab1, cd1, 0x5410);
+    }
+}
+
+/* A pixel's three slices' words (ci8_pixel_words) at index pp of the planes at xs, pb bytes apart: slice i's plane
+ * 2 i at 8 pp, and its copy shifted by a pixel, plane 2 i + 1, at 8 (pp - 1) (the SS and RSL kernels' odd rows). */
+__device__ __forceinline__ void ci8_store_paired(unsigned char *xs, uint32_t pb, int pp, const uint32_t (&w)[3][2]) {
+#pragma unroll
+    for (int i = 0; i < 3; i++) {
+        *(uint2 *)(xs + 2 * i * pb + 8 * pp) = make_uint2(w[i][0], w[i][1]);
+        if (pp) *(uint2 *)(xs + (2 * i + 1) * pb + 8 * (pp - 1)) = make_uint2(w[i][0], w[i][1]);
+    }
 }
 
 /* The scales and biases of lane t's four output channels (8 (j / 2) + 2 t + j % 2): 2^(ex + ew - shift) / 254^2. */
@@ -346,7 +346,8 @@ __global__ void __launch_bounds__(128 * NWG, MINB)
 
     ci8_weights<K, false>(sm, k, C, L.sbo, ew);
 
-    /* This thread's taps: tap 4 s + t of each k step, as a pixel offset (8 bytes a pixel); 0 past K K (zero weights).
+    /* This thread's taps: tap 4 s + t of each k step, as a pixel offset (8 bytes a pixel); 0 past K K (zero
+     * weights).
      */
     int toff[S];
 #pragma unroll
@@ -355,7 +356,7 @@ __global__ void __launch_bounds__(128 * NWG, MINB)
         toff[s] = tap < T ? 8 * ((tap / K) * W + tap % K) : 0;
     }
     const int wg = warp / 4, wl = warp % 4;
-    const uint64_t db0 = ci8_desc(s0, 128, L.sbo);
+    const uint64_t db0 = wg8_desc(s0, 128, L.sbo);
 
     int it = 0;
 #ifdef CI8_PROFILE
@@ -378,48 +379,22 @@ __global__ void __launch_bounds__(128 * NWG, MINB)
         const long long t1 = clock64();
         if (tid == 0) prof[1] += t1 - t0w;
 #endif
+        /* The image's slices, channel-last: pixel p of slice q at xs + q xp + 8 p, channels 0..3 then 4..7; BYTES:
+         * as the bytes of T = rint(v 2^(31 - e)) + 128 (see ci8l_conv_kernel). */
         float f1, f2;
-        ci8_pow2(f1, f2, bad ? 0 : ex);
-        /* The image's slices, channel-last: pixel p of slice q at xs + q xp + 8 p, channels 0..3 then 4..7. */
-        if (BYTES) { /* x's slices as the bytes of T = rint(v 2^(31 - e)) + 128 (see ci8l_conv_kernel) */
-            float g1, g2;
-            ci8l_pow2(g1, g2, bad ? 0 : ex);
-            for (int p = tid; p < HW; p += NT) {
-                uint32_t v[8];
+        if (BYTES)
+            ci8l_pow2(f1, f2, bad ? 0 : ex);
+        else
+            ci8_pow2(f1, f2, bad ? 0 : ex);
+        for (int p = tid; p < HW; p += NT) {
+            uint32_t w[3][2];
+            if (BYTES)
+                ci8l_pixel_words(w, f, HW, p, C, bad, f1, f2);
+            else
+                ci8_pixel_words(w, f, HW, p, C, bad, f1, f2);
 #pragma unroll
-                for (int c = 0; c < CI8_MAXC; c++) v[c] = c < C && !bad ? ci8l_bytes(f[c * HW + p], g1, g2) : 128u;
-                uint32_t w[3][2];
-#pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    const uint32_t ab = __byte_perm(v[4 * h], v[4 * h + 1], 0x6273);
-                    const uint32_t cd = __byte_perm(v[4 * h + 2], v[4 * h + 3], 0x6273);
-                    const uint32_t ab1 = __byte_perm(v[4 * h], v[4 * h + 1], 0x0051);
-                    const uint32_t cd1 = __byte_perm(v[4 * h + 2], v[4 * h + 3], 0x0051);
-                    w[0][h] = __byte_perm(ab, cd, 0x5410);
-                    w[1][h] = __byte_perm(ab, cd, 0x7632);
-                    w[2][h] = __byte_perm(ab1, cd1, 0x5410);
-                }
-#pragma unroll
-                for (int i = 0; i < 3; i++) *(uint2 *)(sm + L.xs + i * L.xp + 8 * p) = make_uint2(w[i][0], w[i][1]);
-            }
-        } else
-            for (int p = tid; p < HW; p += NT) {
-                uint32_t lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
-                for (int c = 0; c < C; c++) {
-                    int q[3] = {0, 0, 0};
-                    if (!bad) ci8_slice(q, f[c * HW + p], f1, f2);
-#pragma unroll
-                    for (int i = 0; i < 3; i++) {
-                        const uint32_t b = (uint32_t)(q[i] & 0xff) << (8 * (c & 3));
-                        if (c < 4)
-                            lo[i] |= b;
-                        else
-                            hi[i] |= b;
-                    }
-                }
-#pragma unroll
-                for (int i = 0; i < 3; i++) *(uint2 *)(sm + L.xs + i * L.xp + 8 * p) = make_uint2(lo[i], hi[i]);
-            }
+            for (int i = 0; i < 3; i++) *(uint2 *)(sm + L.xs + i * L.xp + 8 * p) = make_uint2(w[i][0], w[i][1]);
+        }
         __syncthreads(); /* the slices are written; the staging buffer is free */
 #ifdef CI8_PROFILE
         const long long t2 = clock64();
@@ -477,48 +452,30 @@ __global__ void __launch_bounds__(128 * NWG, MINB)
 #pragma unroll
             for (int i = 0; i < 8; i++) d2[i] = 0;
             /* A slice's MMAs are issued as soon as its fragments are in; the next slice's loads overlap them. */
-            if (LEAN) { /* one slice's fragments at a time: fewer registers, more blocks an SM */
-                uint32_t a0[S][4];
-                load(a0, 0);
-                asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-                ci8_hold(d0), ci8_hold(d1), ci8_hold(d2);
+            /* A slice's MMAs are issued as soon as its fragments are in. Slice 1's fragments go to registers of
+             * their own, loaded under slice 0's MMAs; or, LEAN, to slice 0's once those MMAs are done (one slice's
+             * fragments at a time: fewer registers, more blocks an SM). Slice 2's reuse slice 0's. */
+            uint32_t a0[S][4], a1[S][4];
+            uint32_t(&b1)[S][4] = LEAN ? a0 : a1;
+            load(a0, 0);
+            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+            ci8_hold(d0), ci8_hold(d1), ci8_hold(d2);
 #pragma unroll
-                for (int s = 0; s < S; s++) ci8_mma48(d0, a0[s], db0 + (uint64_t)(16 * s));
-                asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-                asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-                load(a0, 1);
-                asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+            for (int s = 0; s < S; s++) wg8_rs48(d0, a0[s], db0 + (uint64_t)(16 * s));
+            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+            if constexpr (LEAN) asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+            load(b1, 1);
+            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
-                for (int s = 0; s < S; s++) ci8_mma32<BYTES>(d1, a0[s], db0 + (uint64_t)(16 * s));
-                asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-                asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-                load(a0, 2);
-                asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+            for (int s = 0; s < S; s++) wg8_rs32<BYTES>(d1, b1[s], db0 + (uint64_t)(16 * s));
+            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+            asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(LEAN ? 0 : 1) : "memory"); /* a0 is free */
+            load(a0, 2);
+            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
-                for (int s = 0; s < S; s++) ci8_mma16<BYTES>(d2, a0[s], db0 + (uint64_t)(16 * s));
-                asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-                asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-            } else {
-                uint32_t a0[S][4], a1[S][4];
-                load(a0, 0);
-                asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-                ci8_hold(d0), ci8_hold(d1), ci8_hold(d2);
-#pragma unroll
-                for (int s = 0; s < S; s++) ci8_mma48(d0, a0[s], db0 + (uint64_t)(16 * s));
-                asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-                load(a1, 1);
-                asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-#pragma unroll
-                for (int s = 0; s < S; s++) ci8_mma32<BYTES>(d1, a1[s], db0 + (uint64_t)(16 * s));
-                asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-                asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); /* slice 0's: a0 is free */
-                load(a0, 2);
-                asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-#pragma unroll
-                for (int s = 0; s < S; s++) ci8_mma16<BYTES>(d2, a0[s], db0 + (uint64_t)(16 * s));
-                asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-                asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-            }
+            for (int s = 0; s < S; s++) wg8_rs16<BYTES>(d2, a0[s], db0 + (uint64_t)(16 * s));
+            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+            asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
 #ifdef CI8_ABL_NOEPI
             ci8_hold(d0), ci8_hold(d1), ci8_hold(d2);
             if (p0 < P) y[(size_t)img * CI8_M * P + p0] = (float)(d0[g] + d1[t] + d2[5]);
@@ -571,14 +528,14 @@ __global__ void __launch_bounds__(128 * NWG, MINB)
  * (bench/ab/wgmma_i8.cu checked such layouts): a pixel is 8 bytes a slice, a 16-byte chunk of k two pixels side by
  * side (taps kx = 2 j, 2 j + 1 of kernel row ky, channels 0..7), and row r of a core matrix is 16 bytes after row
  * r - 1: two pixels, so that a tile's 64 rows are every other position. Positions are pixels of the image flattened
- * with an even row pitch Wp (q = oy Wp + ox; those with ox >= Wo are computed and dropped), tiles are 64 positions of
- * one parity (base, base + 2, .., base + 126, base = 128 n or 128 n + 1), and the odd ones read a second copy of each
- * slice shifted by one pixel, so that every descriptor starts 16-byte aligned. A k step is two chunks, whose distance
- * is the descriptor's LBO (16 bytes along a kernel row, more across rows); 8-row groups are 128 bytes apart (SBO).
- * No fragment loads and no im2col: a tile is 24 MMAs (8 k steps of the three products) and its epilogue. The tensor
- * cores read both operands at 128 bytes a cycle an SM (bench/ab/wgmma_i8.cu: N 48 + 32 + 16 at 2,730 multiply-adds a
- * cycle an SM), so a tile costs about 72 cycles a k step; tiles of accumulators alternate, so that a tile's epilogue
- * runs under the next tile's MMAs.
+ * with an even row pitch Wp (q = oy Wp + ox; those with ox >= Wo are computed and dropped), tiles are 64 positions
+ * of one parity (base, base + 2, .., base + 126, base = 128 n or 128 n + 1), and the odd ones read a second copy of
+ * each slice shifted by one pixel, so that every descriptor starts 16-byte aligned. A k step is two chunks, whose
+ * distance is the descriptor's LBO (16 bytes along a kernel row, more across rows); 8-row groups are 128 bytes
+ * apart (SBO). No fragment loads and no im2col: a tile is 24 MMAs (8 k steps of the three products) and its
+ * epilogue. The tensor cores read both operands at 128 bytes a cycle an SM (bench/ab/wgmma_i8.cu: N 48 + 32 + 16 at
+ * 2,730 multiply-adds a cycle an SM), so a tile costs about 72 cycles a k step; tiles of accumulators alternate, so
+ * that a tile's epilogue runs under the next tile's MMAs.
  */
 struct ci8s_layout {
     int CR, S;    /* chunks (pixel pairs) a kernel row, k steps: ceil(K CR / 2) */
@@ -630,7 +587,7 @@ __global__ void __launch_bounds__(128 * NWG, MINB)
     ci8_start<NB>(sm, s0, bars, L.fb, L.fb, L.fbn, x, B, (size_t)C * HW);
     ci8_weights<K, true>(sm, k, C, L.sbo, ew);
 
-    const uint64_t db0 = ci8_desc(s0, 128, L.sbo);
+    const uint64_t db0 = wg8_desc(s0, 128, L.sbo);
     const int wg = warp >> 2;
     /* Tile n: positions base + 2 r, base = 128 (n / 2) + n % 2; its descriptors for slice q at k step s. */
     auto adesc = [&](int n, int q, int s) {
@@ -639,7 +596,7 @@ __global__ void __launch_bounds__(128 * NWG, MINB)
         const int o0 = (c0 / CR) * Wp + 2 * (c0 % CR);
         const int o1 = c1 < K * CR ? (c1 / CR) * Wp + 2 * (c1 % CR) : o0 + 2;
         const uint32_t a = s0 + L.xs + (2 * q + par) * L.pb + 8 * (base + o0);
-        return ci8_desc(a, 8 * (o1 - o0), 128);
+        return wg8_desc(a, 8 * (o1 - o0), 128);
     };
     int dA0[24], dA1[16], dA2[8];
     auto issue = [&](int(&d0)[24], int(&d1)[16], int(&d2)[8], int n) {
@@ -654,9 +611,9 @@ __global__ void __launch_bounds__(128 * NWG, MINB)
 #pragma unroll
         for (int s = 0; s < S; s++) {
             const uint64_t db = db0 + (uint64_t)(16 * s);
-            ci8s_mma48(d0, adesc(n, 0, s), db);
-            ci8s_mma32(d1, adesc(n, 1, s), db);
-            ci8s_mma16(d2, adesc(n, 2, s), db);
+            wg8_ss48(d0, adesc(n, 0, s), db);
+            wg8_ss32(d1, adesc(n, 1, s), db);
+            wg8_ss16(d2, adesc(n, 2, s), db);
         }
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
     };
@@ -671,25 +628,9 @@ __global__ void __launch_bounds__(128 * NWG, MINB)
         ci8_pow2(f1, f2, bad ? 0 : ex);
         /* pixel (r, c) of slice q: plane 2 q at 8 (r Wp + c), plane 2 q + 1 (shifted) at 8 (r Wp + c - 1) */
         for (int p = tid; p < HW; p += NT) {
-            uint32_t lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
-            for (int c = 0; c < C; c++) {
-                int q[3] = {0, 0, 0};
-                if (!bad) ci8_slice(q, f[c * HW + p], f1, f2);
-#pragma unroll
-                for (int i = 0; i < 3; i++) {
-                    const uint32_t b = (uint32_t)(q[i] & 0xff) << (8 * (c & 3));
-                    if (c < 4)
-                        lo[i] |= b;
-                    else
-                        hi[i] |= b;
-                }
-            }
-            const int pp = p / W * Wp + p % W;
-#pragma unroll
-            for (int i = 0; i < 3; i++) {
-                *(uint2 *)(sm + L.xs + 2 * i * L.pb + 8 * pp) = make_uint2(lo[i], hi[i]);
-                if (pp) *(uint2 *)(sm + L.xs + (2 * i + 1) * L.pb + 8 * (pp - 1)) = make_uint2(lo[i], hi[i]);
-            }
+            uint32_t w[3][2];
+            ci8_pixel_words(w, f, HW, p, C, bad, f1, f2);
+            ci8_store_paired(sm + L.xs, L.pb, p / W * Wp + p % W, w);
         }
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); /* the slices, for the tensor cores */
         __syncthreads();
@@ -760,19 +701,20 @@ static int ci8s_run(float *y, const float *x, const float *k, const float *bias,
 
 /*
  * Fewer instructions: x's slices are the bytes of one integer, and A's fragments come by ldmatrix.
- *  - x: T = rint(v 2^(31 - e)) + 128 (|v 2^(7 - e)| <= 127, so T stays within int32); its byte 3 (signed) is slice 0,
- *    bytes 2 and 1 (unsigned, 0..255) slices 1 and 2: v = 2^(e - 31) (2^24 s0 + 2^16 s1 + 2^8 s2) + r, |r| <= 2^(e -
- * 31) 128.5: as close as the base-254 slices (2^(e - 7) / 2 / 254^2 = 2^(e - 31) 130). A pixel's four channels become a
- *    slice's word with byte permutes (7 for three slices), no shifts, masks or multiplies.
- *  - w: the base-254 slices as above (signed). The MMAs: x0 (s8) by w0, w1, w2 (N 48), x1 (u8) by w0, w1 (N 32, u8 x
- *    s8), x2 (u8) by w0 (N 16). Then y = 2^(ex + ew - 30) / 254^2 T64 + b with T64 = 2^16 (254^2 D00 + 254 D01 + D02)
+ *  - x: T = rint(v 2^(31 - e)) + 128 (|v 2^(7 - e)| <= 127, so T stays within int32); its byte 3 (signed) is slice
+ * 0, bytes 2 and 1 (unsigned, 0..255) slices 1 and 2: v = 2^(e - 31) (2^24 s0 + 2^16 s1 + 2^8 s2) + r, |r| <= 2^(e
+ * - 31) 128.5: as close as the base-254 slices (2^(e - 7) / 2 / 254^2 = 2^(e - 31) 130). A pixel's four channels
+ * become a slice's word with byte permutes (7 for three slices), no shifts, masks or multiplies.
+ *  - w: the base-254 slices as above (signed). The MMAs: x0 (s8) by w0, w1, w2 (N 48), x1 (u8) by w0, w1 (N 32, u8
+ * x s8), x2 (u8) by w0 (N 16). Then y = 2^(ex + ew - 30) / 254^2 T64 + b with T64 = 2^16 (254^2 D00 + 254 D01 +
+ * D02)
  *    + 2^8 (254^2 D10 + 254 D11) + 254^2 D20, exact in int64.
- *  - A: a 16-byte chunk of k is two pixels side by side (taps kx = 2 j, 2 j + 1 of kernel row ky), a k step two chunks,
- *    as in the SS kernel's layout; ldmatrix.x4 loads a warp's m16 x k32 fragment from 32 row addresses (lane l: row
- *    l % 8 + 8 (l / 8 % 2), half l / 16), each a 16-byte aligned chunk: a position of even pixel reads the slice's
- *    plane, one of odd pixel the plane's copy shifted by a pixel. The image is staged with an even row pitch Wp, so a
- *    tap's offset keeps the parity. One ldmatrix and one MMA a slice a k step (8 k steps for K = 5: 15 chunks and a
- *    zero one).
+ *  - A: a 16-byte chunk of k is two pixels side by side (taps kx = 2 j, 2 j + 1 of kernel row ky), a k step two
+ * chunks, as in the SS kernel's layout; ldmatrix.x4 loads a warp's m16 x k32 fragment from 32 row addresses (lane
+ * l: row l % 8 + 8 (l / 8 % 2), half l / 16), each a 16-byte aligned chunk: a position of even pixel reads the
+ * slice's plane, one of odd pixel the plane's copy shifted by a pixel. The image is staged with an even row pitch
+ * Wp, so a tap's offset keeps the parity. One ldmatrix and one MMA a slice a k step (8 k steps for K = 5: 15 chunks
+ * and a zero one).
  */
 struct ci8l_layout {
     int CR, S;    /* chunks (pixel pairs) a kernel row; k steps: ceil(K CR / 2) */
@@ -835,7 +777,7 @@ __global__ void __launch_bounds__(128, MINB)
         const int c = 2 * s + hh;
         coff[s] = c < K * CR ? 8 * ((c / CR) * Wp + 2 * (c % CR)) : 0;
     }
-    const uint64_t db0 = ci8_desc(s0, 128, L.sbo);
+    const uint64_t db0 = wg8_desc(s0, 128, L.sbo);
 
     int it = 0;
     for (int img = blockIdx.x; img < B; img += gridDim.x, it++) {
@@ -848,27 +790,9 @@ __global__ void __launch_bounds__(128, MINB)
         ci8l_pow2(f1, f2, bad ? 0 : ex);
         /* pixel (r, c) of slice i: plane 2 i at 8 (r Wp + c), plane 2 i + 1 (shifted) at 8 (r Wp + c - 1) */
         for (int p = tid; p < HW; p += NT) {
-            uint32_t v[8] = {128, 128, 128, 128, 128, 128, 128, 128}; /* channels past C: 0 */
-#pragma unroll
-            for (int c = 0; c < CI8_MAXC; c++)
-                if (c < C && !bad) v[c] = ci8l_bytes(f[c * HW + p], f1, f2);
             uint32_t w[3][2];
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const uint32_t ab = __byte_perm(v[4 * h], v[4 * h + 1], 0x6273);     /* a3 b3 a2 b2 */
-                const uint32_t cd = __byte_perm(v[4 * h + 2], v[4 * h + 3], 0x6273); /* c3 d3 c2 d2 */
-                const uint32_t ab1 = __byte_perm(v[4 * h], v[4 * h + 1], 0x0051);    /* a1 b1 */
-                const uint32_t cd1 = __byte_perm(v[4 * h + 2], v[4 * h + 3], 0x0051);
-                w[0][h] = __byte_perm(ab, cd, 0x5410);
-                w[1][h] = __byte_perm(ab, cd, 0x7632);
-                w[2][h] = __byte_perm(ab1, cd1, 0x5410);
-            }
-            const int pp = p / W * Wp + p % W;
-#pragma unroll
-            for (int i = 0; i < 3; i++) {
-                *(uint2 *)(sm + L.xs + 2 * i * L.pb + 8 * pp) = make_uint2(w[i][0], w[i][1]);
-                if (pp) *(uint2 *)(sm + L.xs + (2 * i + 1) * L.pb + 8 * (pp - 1)) = make_uint2(w[i][0], w[i][1]);
-            }
+            ci8l_pixel_words(w, f, HW, p, C, bad, f1, f2);
+            ci8_store_paired(sm + L.xs, L.pb, p / W * Wp + p % W, w);
         }
         __syncthreads(); /* the slices are written; the staging buffer is free */
         if (tid == 0 && img + NB * gridDim.x < B) {
@@ -895,20 +819,20 @@ __global__ void __launch_bounds__(128, MINB)
             asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
             ci8_hold(d0), ci8_hold(d1), ci8_hold(d2);
 #pragma unroll
-            for (int s = 0; s < S; s++) ci8_mma48(d0, fa[s], db0 + (uint64_t)(16 * s));
+            for (int s = 0; s < S; s++) wg8_rs48(d0, fa[s], db0 + (uint64_t)(16 * s));
             asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 #pragma unroll
             for (int s = 0; s < S; s++) ci8l_ldsm4(fb[s], a0 + 2 * L.pb + coff[s]);
             asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
-            for (int s = 0; s < S; s++) ci8_mma32<true>(d1, fb[s], db0 + (uint64_t)(16 * s));
+            for (int s = 0; s < S; s++) wg8_rs32<true>(d1, fb[s], db0 + (uint64_t)(16 * s));
             asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
             asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); /* slice 0's: fa is free */
 #pragma unroll
             for (int s = 0; s < S; s++) ci8l_ldsm4(fa[s], a0 + 4 * L.pb + coff[s]);
             asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
-            for (int s = 0; s < S; s++) ci8_mma16<true>(d2, fa[s], db0 + (uint64_t)(16 * s));
+            for (int s = 0; s < S; s++) wg8_rs16<true>(d2, fa[s], db0 + (uint64_t)(16 * s));
             asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
             asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
             ci8_hold(d0), ci8_hold(d1), ci8_hold(d2);
@@ -955,21 +879,6 @@ static int ci8l_run(float *y, const float *x, const float *k, const float *bias,
 
 /* ------------------------------------------------------------------ the launcher */
 
-/* Whether this file's wgmma kernel runs here: built for sm_90a (NC_DENSE_SM90A) and an sm_90 device. */
-static int ci8_device(int *yes, nc_error *err) {
-    *yes = 0;
-#if defined(NC_DENSE_SM90A)
-    int dev, major, minor;
-    CUDA_RET(cudaGetDevice(&dev));
-    CUDA_RET(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-    CUDA_RET(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
-    *yes = major == 9 && minor == 0;
-#else
-    (void)err;
-#endif
-    return NC_OK;
-}
-
 template <int K, int NWG, int MINB, int NB, bool LEAN = false, bool BYTES = false>
 static int ci8_run(float *y, const float *x, const float *k, const float *bias, int B, int C, int H, int W,
                    cudaStream_t stream, nc_error *err) {
@@ -1006,14 +915,13 @@ static int ci8_takes(const char **why, int C, int H, int W, int M, int K) {
 }
 
 static int ci8_launch(int nwg, NC_CONV_LAUNCHER_ARGS) {
+    /* Built for sm_90a alone (bench/ab/conv_i8_one.cu's command): on another device a launch fails with CUDA's
+     * "no kernel image", through CUDA_LAUNCHED. */
     const char *why = "";
-    int yes, rc;
     if (!ci8_takes(&why, C, H, W, M, K))
         return nc_fail(err, NC_ERR_ARG, "conv on int8 slices takes %s (this layer: C %d, %d x %d, M %d, K %d)", why, C,
                        H, W, M, K);
     if ((uintptr_t)x % 16) return nc_fail(err, NC_ERR_ARG, "conv on int8 slices takes x 16-byte aligned");
-    if ((rc = ci8_device(&yes, err))) return rc;
-    if (!yes) return nc_fail(err, NC_ERR_ARG, "conv on int8 slices needs an sm_90 device and a build for sm_90a");
     if (B <= 0) return NC_OK;
 #ifdef CI8_VARIANTS
     if (nwg == 14) return ci8_run<5, 1, 3, 1, false, true>(y, x, k, bias, B, C, H, W, stream, err);

@@ -48,4 +48,13 @@ static inline int nc_cuda_status(cudaError_t e, nc_error *err, const char *file,
 
 #define CUDA_LAUNCHED() CUDA_RET(cudaGetLastError())
 
+/* The current device's compute capability (dense_tc.cu and dense_i8.cu ask whether their sm_90a kernels run). */
+static inline int nc_cuda_device_cc(int *major, int *minor, nc_error *err) {
+    int device = 0;
+    CUDA_RET(cudaGetDevice(&device));
+    CUDA_RET(cudaDeviceGetAttribute(major, cudaDevAttrComputeCapabilityMajor, device));
+    CUDA_RET(cudaDeviceGetAttribute(minor, cudaDevAttrComputeCapabilityMinor, device));
+    return NC_OK;
+}
+
 #endif

@@ -476,10 +476,9 @@ static int i8t_bn(int OUT) {
 static int i8_wgmma(int *yes, nc_error *err) {
     *yes = 0;
 #if defined(NC_DENSE_SM90A)
-    int dev, major, minor;
-    CUDA_RET(cudaGetDevice(&dev));
-    CUDA_RET(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-    CUDA_RET(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+    int major, minor;
+    const int rc = nc_cuda_device_cc(&major, &minor, err);
+    if (rc) return rc;
     *yes = major == 9 && minor == 0;
 #else
     (void)err;

@@ -1126,15 +1126,6 @@ extern "C" int nc_cuda_dense_tc_prepare(int precision, void *wp, const float *w,
     return NC_OK;
 }
 
-/* The current device's compute capability. */
-static int dtc_cc(int *major, int *minor, nc_error *err) {
-    int device = 0;
-    CUDA_RET(cudaGetDevice(&device));
-    CUDA_RET(cudaDeviceGetAttribute(major, cudaDevAttrComputeCapabilityMajor, device));
-    CUDA_RET(cudaDeviceGetAttribute(minor, cudaDevAttrComputeCapabilityMinor, device));
-    return NC_OK;
-}
-
 /* The blocks k is split among (grid z, a cluster) for a layer of IN inputs on a device of compute capability major:
  * the most, up to DTC_MAX_KSPLITS (3xtf32: DTC_MAX_KSPLITS_3X) and a power of 2, that leave each at least
  * DTC_KSPLIT_MIN slices of 32; 1 for fp32 and before sm_90. A function of the layer, the precision and the device
@@ -1161,13 +1152,13 @@ static int dwg_runs(int major, int minor) {
 
 extern "C" int nc_cuda_dense_tc_has_wgmma(int precision, nc_error *err) {
     int major = 0, minor = 0;
-    const int rc = dtc_cc(&major, &minor, err);
+    const int rc = nc_cuda_device_cc(&major, &minor, err);
     return rc ? -rc : dtc_converts(precision) && dwg_runs(major, minor);
 }
 
 extern "C" int nc_cuda_dense_tc_ksplits(int precision, int IN, nc_error *err) {
     int major = 0, minor = 0;
-    const int rc = precision == NC_PRECISION_FP32 ? NC_OK : dtc_cc(&major, &minor, err);
+    const int rc = precision == NC_PRECISION_FP32 ? NC_OK : nc_cuda_device_cc(&major, &minor, err);
     return rc ? -rc : dtc_auto_ksplits(precision, IN, major);
 }
 
@@ -1233,7 +1224,7 @@ extern "C" int nc_cuda_dense_tc_forward_kernel(int precision, float *y, const fl
                        "warp-specialized)",
                        kernel);
     int major = 0, minor = 0; /* asked once a call: the split and the kernel both depend on it */
-    if (precision != NC_PRECISION_FP32 && (rc = dtc_cc(&major, &minor, err))) return rc;
+    if (precision != NC_PRECISION_FP32 && (rc = nc_cuda_device_cc(&major, &minor, err))) return rc;
     const int wg = kernel != NC_DENSE_TC_MMA && dtc_converts(precision) && dwg_runs(major, minor); /* on wgmma */
     if (kernel == NC_DENSE_TC_WGMMA && !wg)
         return nc_fail(err, NC_ERR_ARG,
