@@ -1,10 +1,10 @@
 /* One dense layer through dense_tc.cu's tensor-core GEMM with k split among S blocks a tile
- * (nc_cuda_dense_tc_forward_ksplit on weights prepared once), to choose the split: a warm-up, then REPS runs timed by
- * CUDA events; prints the median and an FNV-1a hash of the output's bits for each S given (0: the layer's own
- * choice, which is also printed).
- *   dense_one PRECISION B IN OUT REPS S...      PRECISION tf32, 3xtf32, fp16 or bf16; S 0, 1, 2, 4 or 8
+ * (nc_cuda_dense_tc_forward_ksplit on weights prepared once), or through dense_i8.cu's int8 slices (PRECISION i8,
+ * x's slicing included), to choose the split and the kernel: a warm-up, then REPS runs timed by CUDA events; prints
+ * the median and an FNV-1a hash of the output's bits for each S given (0: the layer's own choice).
+ *   dense_one PRECISION B IN OUT REPS S...      PRECISION tf32, 3xtf32, fp16, bf16 or i8; S 0, 1, 2, 4 or 8
  * DENSE_ONE_KERNEL=1 runs mma.sync, 2 wgmma, 3 wgmma warp-specialized (2 and 3 where the build and device have
- * them), 0 or unset the layer's own.
+ * them), 0 or unset the layer's own; at i8, NC_DENSE_I8_* (1 mma.sync, 2 wgmma, 3 wgmma on two warpgroups).
  * Built as the dense_one target of a build with CUDA. x and w are fixed pseudo-random numbers, the same in every
  * run. */
 #include <cuda_runtime.h>
@@ -20,15 +20,16 @@
 
 int main(int argc, char **argv) {
     if (argc < 7) {
-        fprintf(stderr, "usage: dense_one tf32|3xtf32|fp16|bf16 B IN OUT REPS S...\n");
+        fprintf(stderr, "usage: dense_one tf32|3xtf32|fp16|bf16|i8 B IN OUT REPS S...\n");
         return 2;
     }
     int precision = -1;
     for (int p = 0; p < NC_PRECISION_COUNT; p++)
         if (strcmp(argv[1], nc_precision_name(p)) == 0) precision = p;
+    const int i8 = strcmp(argv[1], "i8") == 0;
     const int B = atoi(argv[2]), IN = atoi(argv[3]), OUT = atoi(argv[4]), reps = atoi(argv[5]);
-    if (precision < NC_PRECISION_TF32) {
-        fprintf(stderr, "dense_one: precision %s: expected tf32, 3xtf32, fp16 or bf16\n", argv[1]);
+    if (precision < NC_PRECISION_TF32 && !i8) {
+        fprintf(stderr, "dense_one: precision %s: expected tf32, 3xtf32, fp16, bf16 or i8\n", argv[1]);
         return 2;
     }
     if (B < 1 || IN < 1 || OUT < 1 || reps < 1 || reps > 1000 || (size_t)B * IN > ((size_t)1 << 32)) {
@@ -54,7 +55,8 @@ int main(int argc, char **argv) {
     CK(cudaMalloc((void **)&w, nw * sizeof(float)));
     CK(cudaMalloc((void **)&b, OUT * sizeof(float)));
     CK(cudaMalloc((void **)&y, ny * sizeof(float)));
-    CK(cudaMalloc(&wp, nc_cuda_dense_tc_prepared_size(precision, IN, OUT)));
+    CK(cudaMalloc(&wp,
+                  i8 ? nc_cuda_dense_i8_prepared_size(IN, OUT) : nc_cuda_dense_tc_prepared_size(precision, IN, OUT)));
     CK(cudaMemcpy(x, hx, nx * sizeof(float), cudaMemcpyHostToDevice));
     CK(cudaMemcpy(w, hw, nw * sizeof(float), cudaMemcpyHostToDevice));
     CK(cudaMemcpy(b, hb, OUT * sizeof(float), cudaMemcpyHostToDevice));
@@ -62,22 +64,39 @@ int main(int argc, char **argv) {
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
     nc_error err = {0};
-    if (nc_cuda_dense_tc_prepare(precision, wp, w, IN, OUT, stream, &err)) {
+    if (i8 ? nc_cuda_dense_i8_prepare(wp, w, IN, OUT, stream, &err)
+           : nc_cuda_dense_tc_prepare(precision, wp, w, IN, OUT, stream, &err)) {
         fprintf(stderr, "dense_one: %s\n", err.msg);
         return 1;
     }
     const char *kenv = getenv("DENSE_ONE_KERNEL");
-    const int kernel = kenv ? atoi(kenv) : NC_DENSE_TC_AUTO;
-    const int own = nc_cuda_dense_tc_ksplits(precision, IN, &err);
-    if (own < 1) {
+    const int kernel = kenv ? atoi(kenv) : NC_DENSE_TC_AUTO; /* NC_DENSE_I8_AUTO at i8: 0 too */
+    const int own = i8 ? 0 : nc_cuda_dense_tc_ksplits(precision, IN, &err);
+    void *scratch = NULL;
+    size_t scratch_bytes = 0;
+    if (!i8 && own < 1) {
         fprintf(stderr, "dense_one: %s\n", err.msg);
         return 1;
     }
     for (int a = 6; a < argc; a++) {
         const int S = atoi(argv[a]);
+        if (i8) {
+            size_t need = 0;
+            if (nc_cuda_dense_i8_scratch_size(&need, B, IN, OUT, S, kernel, &err)) {
+                fprintf(stderr, "dense_one: %s\n", err.msg);
+                return 1;
+            }
+            if (need > scratch_bytes) {
+                CK(cudaFree(scratch));
+                CK(cudaMalloc(&scratch, need));
+                scratch_bytes = need;
+            }
+        }
         for (int r = -1; r < reps; r++) { /* r = -1: the warm-up */
             CK(cudaEventRecord(e0, stream));
-            if (nc_cuda_dense_tc_forward_kernel(precision, y, x, wp, b, B, IN, OUT, S, kernel, stream, &err)) {
+            if (i8 ? nc_cuda_dense_i8_forward_prepared(y, x, wp, b, B, IN, OUT, scratch, scratch_bytes, S, kernel,
+                                                       stream, &err)
+                   : nc_cuda_dense_tc_forward_kernel(precision, y, x, wp, b, B, IN, OUT, S, kernel, stream, &err)) {
                 fprintf(stderr, "dense_one: %s\n", err.msg);
                 return 1;
             }
@@ -99,6 +118,7 @@ int main(int argc, char **argv) {
     CK(cudaFree(b));
     CK(cudaFree(y));
     CK(cudaFree(wp));
+    CK(cudaFree(scratch));
     free(hx), free(hw), free(hb), free(hy), free(t);
     return 0;
 }

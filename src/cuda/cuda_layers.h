@@ -78,8 +78,9 @@ size_t nc_cuda_dense_i8_prepared_size(int IN, int OUT);
 /* Slices w into wp (nc_cuda_dense_i8_prepared_size bytes, 256-byte aligned as cudaMalloc's are), once a model. */
 int nc_cuda_dense_i8_prepare(void *wp, const float *w, int IN, int OUT, cudaStream_t stream, nc_error *err);
 /* Its kernels: AUTO, WGMMA where this build has sm_90a code and the device is sm_90, else MMA; MMA (mma.sync
- * m16n8k32, any sm_80+); WGMMA (wgmma, its stages filled by the tensor memory accelerator). The same bits. */
-enum { NC_DENSE_I8_AUTO = 0, NC_DENSE_I8_MMA = 1, NC_DENSE_I8_WGMMA = 2 };
+ * m16n8k32, any sm_80+); WGMMA (wgmma, its stages filled by the tensor memory accelerator, tiles of 64 rows);
+ * WGMMA2 (the same with two warpgroups on tiles of 128 rows, sharing w's stages). The same bits. */
+enum { NC_DENSE_I8_AUTO = 0, NC_DENSE_I8_MMA = 1, NC_DENSE_I8_WGMMA = 2, NC_DENSE_I8_WGMMA2 = 3 };
 /* The scratch nc_cuda_dense_i8_forward_prepared needs for B rows on `kernel` with k split in `splits` (0: its own
  * choice on this device, a function of B, IN, OUT and the SM count). */
 int nc_cuda_dense_i8_scratch_size(size_t *bytes, int B, int IN, int OUT, int splits, int kernel, nc_error *err);

@@ -12,7 +12,8 @@
  * A method that dropped a level or a slice fails those.
  * Bits: a row is the same whatever B (the first rows of a run on fewer images), whatever the split of k (1 to 16, and
  * the layer's own), on mma.sync and on wgmma (where the build and device have it), with weights prepared once or on
- * each call, and x at any alignment (its 4-byte path against the 16-byte one).
+ * each call, and x at any alignment (its 4-byte path against the 16-byte one); with the last wave of tiles cut into
+ * pieces along k (wgmma, a batch of its own size) and without.
  * Edges: a row of x holding inf or NaN gives NaN for that row only, a row of w holding NaN NaN for that output only; a
  * zero row gives b; a row whose values span 2^40 stays within the bound; IN past NC_DENSE_I8_MAX_IN, a short scratch
  * and an unknown kernel are refused. Through the cuda backend (fp32, its default): logits against cpu-ref's, and the
@@ -203,12 +204,15 @@ static void i8_shape(int B, int IN, int OUT, int with_bias) {
 
     /* the same bits: fewer images, every split, each kernel, unprepared weights, x at 4-, 8- and 12-byte offsets */
     const int few = B > 1 ? B / 2 + 1 : 1;
-    variant v[16];
+    variant v[20];
     int nv = 0;
     v[nv++] = (variant){few, 0, NC_DENSE_I8_AUTO, 1, 0};
     for (int s = 1; s <= 16; s *= 2) v[nv++] = (variant){B, s, NC_DENSE_I8_MMA, 1, 0};
     if (wgmma_here)
-        for (int s = 1; s <= 4; s *= 2) v[nv++] = (variant){B, s, NC_DENSE_I8_WGMMA, 1, 0};
+        for (int s = 1; s <= 4; s *= 2) {
+            v[nv++] = (variant){B, s, NC_DENSE_I8_WGMMA, 1, 0};
+            v[nv++] = (variant){B, s, NC_DENSE_I8_WGMMA2, 1, 0};
+        }
     v[nv++] = (variant){B, 0, NC_DENSE_I8_AUTO, 0, 0};
     for (int sh = 1; sh <= 3; sh++) v[nv++] = (variant){B, 0, NC_DENSE_I8_AUTO, 1, sh};
     for (int i = 0; i < nv; i++) {
@@ -229,6 +233,53 @@ static void i8_shape(int B, int IN, int OUT, int with_bias) {
     free(y), free(ref);
     CU(cudaFree(wp));
     CU(cudaFree(dx0));
+    CU(cudaFree(dw));
+    CU(cudaFree(db));
+    i8_case_free(&c);
+}
+
+/* The last wave cut into pieces (wgmma; dense_i8.cu's i8_tail_split): a batch whose tiles of 128 rows fill the
+ * device's SMs once and a quarter, so that its own plan cuts each tile of the last quarter into pieces of k (its
+ * scratch then holds the pieces' slots: larger than with no split). The same bits as with no split, and as on
+ * mma.sync, twice in a row (the pieces' counts zeroed by each call). The bound and the comparison with fp32 are
+ * i8_shape's, on mma.sync's bits, on smaller batches. */
+static void i8_tail_pieces(void) {
+    int dev, sms;
+    CU(cudaGetDevice(&dev));
+    CU(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    const int IN = 1000, OUT = 100, B = 128 * (sms + sms / 4) - 37;
+    i8_case c = i8_case_make(1, IN, OUT, 1); /* its w and b; x below */
+    float *x = xmalloc((size_t)B * IN * sizeof(float));
+    fill(x, (size_t)B * IN, -1.0f, 1.0f);
+    float *dx = dev_from(x, (size_t)B * IN * sizeof(float)), *dw = dev_from(c.w, (size_t)OUT * IN * sizeof(float));
+    float *db = dev_from(c.b, OUT * sizeof(float));
+    void *wp;
+    nc_error err = {0};
+    CU(cudaMalloc(&wp, nc_cuda_dense_i8_prepared_size(IN, OUT)));
+    check_rc(nc_cuda_dense_i8_prepare(wp, dw, IN, OUT, stream, &err), &err, "dense_i8_prepare");
+    size_t own = 0, whole = 0;
+    check_rc(nc_cuda_dense_i8_scratch_size(&own, B, IN, OUT, 0, NC_DENSE_I8_AUTO, &err), &err, "scratch_size");
+    check_rc(nc_cuda_dense_i8_scratch_size(&whole, B, IN, OUT, 1, NC_DENSE_I8_WGMMA2, &err), &err, "scratch_size");
+    if (!(own > whole)) fprintf(stderr, "dense i8 B%d: no pieces planned (scratch %zu, %zu)\n", B, own, whole);
+    CHECK(own > whole);
+    float *y = run_i8(dx, dw, wp, db, B, IN, OUT, 0, NC_DENSE_I8_AUTO);
+    const struct {
+        int splits, kernel;
+    } v[] = {{0, NC_DENSE_I8_AUTO}, {1, NC_DENSE_I8_WGMMA2}, {1, NC_DENSE_I8_WGMMA}, {1, NC_DENSE_I8_MMA}};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        float *y2 = run_i8(dx, dw, wp, db, B, IN, OUT, v[i].splits, v[i].kernel);
+        const int same = memcmp(y, y2, (size_t)B * OUT * sizeof(float)) == 0;
+        if (!same)
+            fprintf(stderr, "dense i8 B%d: the last wave in pieces: other bits than split %d, kernel %d\n", B,
+                    v[i].splits, v[i].kernel);
+        CHECK(same);
+        free(y2);
+    }
+    printf("dense i8 B%d IN%d OUT%d: the last wave in pieces, %zu bytes of scratch (%zu without)\n", B, IN, OUT, own,
+           whole);
+    free(y), free(x);
+    CU(cudaFree(wp));
+    CU(cudaFree(dx));
     CU(cudaFree(dw));
     CU(cudaFree(db));
     i8_case_free(&c);
@@ -270,12 +321,14 @@ static void i8_edges(void) {
     size_t sb = 0;
     CHECK(nc_cuda_dense_i8_prepared_size(NC_DENSE_I8_MAX_IN + 1, 10) == 0);
     CHECK(nc_cuda_dense_i8_scratch_size(&sb, 4, NC_DENSE_I8_MAX_IN + 1, 10, 0, 0, &err) == NC_ERR_ARG);
-    CHECK(nc_cuda_dense_i8_forward(NULL, NULL, NULL, NULL, 4, IN, OUT, 0, 3, stream, &err) == NC_ERR_ARG);
+    CHECK(nc_cuda_dense_i8_forward(NULL, NULL, NULL, NULL, 4, IN, OUT, 0, NC_DENSE_I8_WGMMA2 + 1, stream, &err) ==
+          NC_ERR_ARG);
     CHECK(strstr(err.msg, "kernel") != NULL);
     if (!wgmma_here) {
-        CHECK(nc_cuda_dense_i8_forward(NULL, NULL, NULL, NULL, 4, IN, OUT, 0, NC_DENSE_I8_WGMMA, stream, &err) ==
-              NC_ERR_ARG);
-        CHECK(strstr(err.msg, "wgmma") != NULL);
+        for (int k = NC_DENSE_I8_WGMMA; k <= NC_DENSE_I8_WGMMA2; k++) {
+            CHECK(nc_cuda_dense_i8_forward(NULL, NULL, NULL, NULL, 4, IN, OUT, 0, k, stream, &err) == NC_ERR_ARG);
+            CHECK(strstr(err.msg, "wgmma") != NULL);
+        }
     }
     check_rc(nc_cuda_dense_i8_scratch_size(&sb, B, IN, OUT, 1, NC_DENSE_I8_MMA, &err), &err, "scratch_size");
     err.msg[0] = 0;
@@ -369,8 +422,11 @@ int main(void) {
     i8_shape(131, 1296, 140, 0);                               /* 2019 spring's: two wgmma tiles of 80 columns */
     i8_shape(67, 4056, 160, 1);                                /* 2018 fall's: two of 80 */
     i8_shape(9, 200, 80, 0);                                   /* one tile of 80 (81 outputs take one of 128) */
-    i8_shape(1, 500, 33, 1);                                   /* the narrowest a backend sends, one image */
+    i8_shape(5, 10816, 140, 1); /* 2018 spring's: x's rows of 12 float4s a thread, the most held in registers */
+    i8_shape(4, 13000, 40, 0);  /* wider: its rows read twice */
+    i8_shape(1, 500, 33, 1);    /* the narrowest a backend sends, one image */
     for (int rep = 0; rep < 4; rep++) i8_shape(rand_int(1, 200), rand_int(1, 900), rand_int(1, 300), rep % 2);
+    if (wgmma_here) i8_tail_pieces();
     i8_edges();
     i8_backend(28);  /* 784 inputs: int8 slices */
     i8_backend(184); /* 33856: past NC_DENSE_I8_MAX_IN, the SIMT kernels */
