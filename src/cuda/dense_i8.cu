@@ -76,7 +76,7 @@ __device__ __forceinline__ void i8_slice4(unsigned (&word)[I8_SLICES], const flo
     }
 }
 
-/* A row's scale from its largest |v| (m, over the block) and whether it holds inf or NaN. */
+/* A row's scale exponent e from its largest |v| (m, over the block): the least with m 2^(7 - e) <= 127. */
 __device__ __forceinline__ int i8_row_e(float m) {
     int e = 0;
     if (m > 0.0f) {
@@ -343,7 +343,7 @@ __global__ void __launch_bounds__(32 * (BM / (16 * FM)) * (BN / (8 * FN)), MINB)
  * __syncthreads a stage) 0.96, cuBLAS's int8 GEMMs on the same slices (the three levels as GEMMs over k, 2k and 3k)
  * 0.34 without the slicing, and layers.cu's SIMT kernels 1.68.
  */
-/* The wgmma kernel's last, partial wave of tiles cut along k (see i8_tail_plan): tiles [0, full) run whole, each
+/* The wgmma kernel's last, partial wave of tiles cut along k (see i8_tail_split): tiles [0, full) run whole, each
  * of the others as `split` pieces, whose levels meet in part (a slot of 3 BN / 2 ints a thread a piece) and are
  * summed by the tile's last piece to finish (count: pieces done a tile, zeroed before the launch). */
 typedef struct {
