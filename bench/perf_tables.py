@@ -189,8 +189,6 @@ def targets(b, check_rows):
         print(f"| the 2017 layer fused with tanh and pooling under 0.25 ms | v{f['version_number']} {f['precision']} "
               f"{fmt(f['ms'])} ms" + (f"; exact fp32 v{fe['version_number']} {fmt(fe['ms'])} ms" if fe else "") +
               f" | {yes(f['ms'] < 0.25)} |")
-    # A network row's key: (backend, precision), and the dense sums where not the default int8 slices (the bench's
-    # --dense-sums fp32 line, since 2026-11-28): (cuda, fp32, fp32).
     nets = {net_key(r): r for r in b["networks"] if r["N"] == n and r["model"] == "fashion-2017-high"}
     dnn = nets.get(("cudnn", "fp32"))
     if dnn:
