@@ -165,8 +165,7 @@ template <int C, int M, int TW> struct wino_layout {
 template <int C, int M, int H, int W, int P, int MINB> struct wino_ostage {
     static constexpr int TW = wino_geom<H, W, P>::TW, RS = 4 * TW, CS = 4 * (RS + ((TW - RS) % 8 + 8) % 8), F = M * CS;
     static_assert(CS >= 4 * RS && CS / 4 % 8 == TW % 8, "O's channels");
-    static constexpr bool on =
-        P == 1 && (wino_layout<C, M, TW>::bytes + F * sizeof(float) + 1024) * MINB <= 228 * 1024;
+    static constexpr bool on = P == 1 && (wino_layout<C, M, TW>::bytes + F * sizeof(float) + 1024) * MINB <= 228 * 1024;
     static constexpr size_t bytes = on ? F * sizeof(float) : 0;
 };
 
@@ -533,12 +532,20 @@ __global__ void __launch_bounds__(64 * MG, MINB)
  * not 16-byte aligned), while the block computes the image before. V = B^T of every window of every input row goes to
  * shared memory, a window a thread. Then a thread takes one output channel m and one window column p: it keeps U = G g
  * for its channel (5 x 8 floats, in double rounded once; K = 7: 7 x 10) in registers for the block's life, and walks
- * down the rows two at a time, K + 1 rows of V (two 16-byte loads each; K = 7: and an 8-byte one) for 2 K (K + 3)
- * multiply-adds, A^T, the epilogue and the stores; where a layer has few output channels (2019 spring's 6, 2020's 4), R
- * threads take a (channel, window), each a band of Ho / R rows. A warp's loads of V touch few windows and are broadcast
- * to its channels: a thread's window is its number mod the row's windows (6 on 2017's layer), or, where a row has many
- * (17 on 2018 fall's), its number over the channels. A row of windows may overhang the outputs that count (2018 fall's
- * 66 columns: 16 windows and a half), the input past the image read as zeros. Two barriers an image.
+ * down the rows 2 Q at a time, K + 2 Q - 1 rows of V (two 16-byte loads each; K = 7: and an 8-byte one) for 2 Q K
+ * (K + 3) multiply-adds, A^T, the epilogue and the stores; where a layer has few output channels (2019 spring's 6,
+ * 2020's 4) or a block holds few threads (2018 spring's on floats), R threads take a (channel, window), each a band of
+ * Ho / R rows. Q = 2 or 3 (four or six rows an iteration, where a band's rows allow) loads fewer rows of V an output
+ * row: 4 16-byte loads where Q = 1 takes 6 (K = 5, Q = 2). In session 58 (H200, N = 10000, bench/ab
+ * conv_one, docs/PERFORMANCE-LOG.md, 2026-11-28 13:50) that took, fused on pixels / floats, 2017's first layer 0.313
+ * -> 0.290 ms (Q = 2; under ReLU and 2/2 max pooling 0.309 -> 0.275), 2018 spring's 0.262 -> 0.242 (Q = 2; on floats
+ * two bands instead of one, 0.315 -> 0.256), 2018 fall's 1.094 / 1.071 -> 0.980 / 0.954 (Q = 3), 2020's 0.570 / 0.526
+ * -> 0.517 / 0.478 (Q = 2); 2019 spring's went from 3 to 4 blocks an SM (96 registers, 24 bytes spilled), 0.170 /
+ * 0.161 -> 0.163 / 0.159. Q = 3 on 2017's and 2018 spring's, and Q = 4 or 5, were slower (spills, or fewer blocks). A
+ * warp's loads of V touch few windows and are broadcast to its channels: a thread's window is its number mod the row's
+ * windows (6 on 2017's layer), or, where a row has many (17 on 2018 fall's), its number over the channels. A row of
+ * windows may overhang the outputs that count (2018 fall's 66 columns: 16 windows and a half), the input past the image
+ * read as zeros. Two barriers an image.
  *
  * Measured against version 14 in one call (a prototype of this kernel; H100, N = 10000, 2026-11-26 19:30,
  * docs/PERFORMANCE-LOG.md): 2017's first layer fused with tanh and 2/2 max pooling on uint8 pixels 0.308 ms against
@@ -572,7 +579,7 @@ template <int M, int H, int W, int K, int R = 1> struct wrow_geom {
     static constexpr __host__ __device__ int xf(bool u8) { return (H * W * (u8 ? 1 : 4) + 15) / 16 * 4; }
 };
 
-template <int M, int H, int W, int K, int P, int EPI, bool U8, int MINB, int R = 1>
+template <int M, int H, int W, int K, int P, int EPI, bool U8, int MINB, int R = 1, int Q = 1>
 __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R>::NT, MINB)
     conv_wino_rows_kernel(float *__restrict__ y, const float *__restrict__ x, const uint8_t *__restrict__ xu,
                           const nc_conv_lut lut, const float *__restrict__ k, const float *__restrict__ bias, int B,
@@ -585,7 +592,7 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R>::NT, MINB)
     constexpr bool EDGE = 4 * NP + NPT - 4 > W;            /* the last window reads past the row: zeros there */
     constexpr bool PART = 4 * NP > (P == 2 ? 2 * Yw : Wo); /* the last window's outputs past those that count */
     static_assert(K == 5 || K == 7, "F(4, 5) or F(4, 7)");
-    static_assert(Ho % (2 * R) == 0 && XB % 4 == 0, "bands of pairs of rows, 4-, 8- or 16-byte copies");
+    static_assert(Ho % (2 * Q * R) == 0 && XB % 4 == 0, "bands of Q pairs of rows, 4-, 8- or 16-byte copies");
     static_assert(P == 2 || (Wo % 4 == 0 && !EDGE), "unpooled rows: whole windows, stored as 16-byte words");
     const int act = EPI == WINO_EPI_TANH_MAX ? NC_TANH : EPI == WINO_EPI_NONE ? -1 : act_arg;
     const int pool = EPI == WINO_EPI_TANH_MAX ? NC_MAXPOOL : EPI == WINO_EPI_NONE ? -1 : pool_arg;
@@ -678,10 +685,10 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R>::NT, MINB)
         if (!active) continue;
         float *yn = y + ((size_t)n * M + m) * Yh * Yw;
 #pragma unroll 1
-        for (int y0 = band * (Ho / R); y0 < (band + 1) * (Ho / R); y0 += 2) {
-            float acc[2][NPT];
+        for (int y0 = band * (Ho / R); y0 < (band + 1) * (Ho / R); y0 += 2 * Q) {
+            float acc[2 * Q][NPT];
 #pragma unroll
-            for (int i = 0; i < K + 1; i++) { /* input row y0 + i: kernel row i of output row y0, i - 1 of y0 + 1 */
+            for (int i = 0; i < K + 2 * Q - 1; i++) { /* input row y0 + i: kernel row i - j of output row y0 + j */
                 float v[VQ * 4];
 #pragma unroll
                 for (int h = 0; h < VQ; h++) {
@@ -695,7 +702,7 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R>::NT, MINB)
                     }
                 }
 #pragma unroll
-                for (int j = 0; j < 2; j++) {
+                for (int j = 0; j < 2 * Q; j++) {
                     const int kh = i - j;
                     if (kh < 0 || kh > K - 1) continue;
 #pragma unroll
@@ -703,39 +710,43 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R>::NT, MINB)
                         acc[j][e] = kh == 0 ? u[0][e] * v[e] : fmaf(u[kh][e], v[e], acc[j][e]);
                 }
             }
-            float o[2][4];
 #pragma unroll
-            for (int j = 0; j < 2; j++)
-                if constexpr (K == 5)
-                    wino_at(reinterpret_cast<float(&)[8]>(acc[j]), o[j]);
-                else
-                    wr10_at(reinterpret_cast<float(&)[10]>(acc[j]), o[j][0], o[j][1], o[j][2], o[j][3]);
-            if (P == 2 && pool == NC_MAXPOOL) {
-                float v[2];
+            for (int q = 0; q < Q; q++) { /* output rows y0 + 2 q and y0 + 2 q + 1 */
+                const int yq = y0 + 2 * q;
+                float o[2][4];
 #pragma unroll
-                for (int w = 0; w < 2; w++) {
-                    v[w] = fmaxf(fmaxf(fmaxf(o[0][2 * w], o[0][2 * w + 1]), o[1][2 * w]), o[1][2 * w + 1]);
-                    if (bias) v[w] += bm;
-                }
-                nc_act_n(act, v);
-                wrow_store_pair<Yw>(&yn[(y0 / 2) * Yw + 2 * p], PART ? 2 * p : 0, v[0], v[1]);
-            } else {
-#pragma unroll
-                for (int i = 0; i < 2; i++)
-#pragma unroll
-                    for (int j = 0; j < 4; j++)
-                        if (bias) o[i][j] += bm;
-                nc_act_n(act, reinterpret_cast<float(&)[8]>(o));
-                if (P == 2) { /* average pooling: the window's sum in the order i, j */
+                for (int j = 0; j < 2; j++)
+                    if constexpr (K == 5)
+                        wino_at(reinterpret_cast<float(&)[8]>(acc[2 * q + j]), o[j]);
+                    else
+                        wr10_at(reinterpret_cast<float(&)[10]>(acc[2 * q + j]), o[j][0], o[j][1], o[j][2], o[j][3]);
+                if (P == 2 && pool == NC_MAXPOOL) {
                     float v[2];
 #pragma unroll
-                    for (int w = 0; w < 2; w++)
-                        v[w] = (o[0][2 * w] + o[0][2 * w + 1] + o[1][2 * w] + o[1][2 * w + 1]) / 4.0f;
-                    wrow_store_pair<Yw>(&yn[(y0 / 2) * Yw + 2 * p], PART ? 2 * p : 0, v[0], v[1]);
+                    for (int w = 0; w < 2; w++) {
+                        v[w] = fmaxf(fmaxf(fmaxf(o[0][2 * w], o[0][2 * w + 1]), o[1][2 * w]), o[1][2 * w + 1]);
+                        if (bias) v[w] += bm;
+                    }
+                    nc_act_n(act, v);
+                    wrow_store_pair<Yw>(&yn[(yq / 2) * Yw + 2 * p], PART ? 2 * p : 0, v[0], v[1]);
                 } else {
 #pragma unroll
                     for (int i = 0; i < 2; i++)
-                        *(float4 *)&yn[(y0 + i) * Yw + 4 * p] = make_float4(o[i][0], o[i][1], o[i][2], o[i][3]);
+#pragma unroll
+                        for (int j = 0; j < 4; j++)
+                            if (bias) o[i][j] += bm;
+                    nc_act_n(act, reinterpret_cast<float(&)[8]>(o));
+                    if (P == 2) { /* average pooling: the window's sum in the order i, j */
+                        float v[2];
+#pragma unroll
+                        for (int w = 0; w < 2; w++)
+                            v[w] = (o[0][2 * w] + o[0][2 * w + 1] + o[1][2 * w] + o[1][2 * w + 1]) / 4.0f;
+                        wrow_store_pair<Yw>(&yn[(yq / 2) * Yw + 2 * p], PART ? 2 * p : 0, v[0], v[1]);
+                    } else {
+#pragma unroll
+                        for (int i = 0; i < 2; i++)
+                            *(float4 *)&yn[(yq + i) * Yw + 4 * p] = make_float4(o[i][0], o[i][1], o[i][2], o[i][3]);
+                    }
                 }
             }
         }
@@ -1087,14 +1098,15 @@ typedef struct {
     wino_fit *fit;
 } wrow_entry;
 
-template <int M, int H, int W, int K, int P, int EPI, bool U8, int MINB, int R = 1> static wrow_entry wrow_make() {
+template <int M, int H, int W, int K, int P, int EPI, bool U8, int MINB, int R = 1, int Q = 1>
+static wrow_entry wrow_make() {
     static wino_fit fit;
     using G = wrow_geom<M, H, W, K, R>;
     /* two images, V and the pixels' lut */
     constexpr size_t smem = (size_t)(2 * G::xf(U8) + G::VF + (U8 ? 256 : 0)) * sizeof(float);
     static_assert(smem <= 227 * 1024, "a block's shared memory");
     return wrow_entry{
-        H, W, M, K, P, EPI, U8, G::NT, smem, conv_wino_rows_kernel<M, H, W, K, P, EPI, U8, MINB, R>, &fit,
+        H, W, M, K, P, EPI, U8, G::NT, smem, conv_wino_rows_kernel<M, H, W, K, P, EPI, U8, MINB, R, Q>, &fit,
     };
 }
 
@@ -1107,20 +1119,20 @@ template <int M, int H, int W, int K, int P, int EPI, bool U8, int MINB, int R =
  * form it gives (src/cuda/backend_cuda.cu); a form version 15 does not take runs on version 14. */
 static const wrow_entry *wrow_for(int H, int W, int M, int K, const nc_conv_epilogue *e, int pixels) {
     static const wrow_entry kernels[] = {
-        wrow_make<50, 28, 28, 5, 2, WINO_EPI_TANH_MAX, true, 2>(),
-        wrow_make<50, 28, 28, 5, 2, WINO_EPI_ANY, true, 2>(),
+        wrow_make<50, 28, 28, 5, 2, WINO_EPI_TANH_MAX, true, 2, 1, 2>(), /* two pairs of rows an iteration */
+        wrow_make<50, 28, 28, 5, 2, WINO_EPI_ANY, true, 2, 1, 2>(),
         wrow_make<50, 28, 28, 5, 1, WINO_EPI_ANY, true, 2>(),
         wrow_make<50, 28, 28, 5, 1, WINO_EPI_NONE, false, 2>(),
         wrow_make<50, 28, 28, 5, 1, WINO_EPI_ANY, false, 2>(),
         wrow_make<50, 28, 28, 5, 2, WINO_EPI_ANY, false, 2>(),
-        wrow_make<12, 72, 72, 7, 2, WINO_EPI_TANH_MAX, true, 1>(),  /* 2018 fall, fused: pixels of its size */
-        wrow_make<12, 72, 72, 7, 2, WINO_EPI_TANH_MAX, false, 1>(), /* floats (28 x 28 images upscaled) */
-        wrow_make<6, 64, 64, 5, 2, WINO_EPI_TANH_MAX, true, 1>(),   /* 2018 spring */
-        wrow_make<6, 64, 64, 5, 2, WINO_EPI_TANH_MAX, false, 1>(),
-        wrow_make<6, 48, 48, 5, 2, WINO_EPI_TANH_MAX, true, 1, 2>(), /* 2019 spring: two bands of rows */
-        wrow_make<6, 48, 48, 5, 2, WINO_EPI_TANH_MAX, false, 1, 2>(),
-        wrow_make<4, 86, 86, 7, 2, WINO_EPI_ANY, true, 1, 4>(), /* 2020 (ReLU): four bands */
-        wrow_make<4, 86, 86, 7, 2, WINO_EPI_ANY, false, 1, 4>(),
+        wrow_make<12, 72, 72, 7, 2, WINO_EPI_TANH_MAX, true, 1, 1, 3>(),  /* 2018 fall, fused: pixels of its size */
+        wrow_make<12, 72, 72, 7, 2, WINO_EPI_TANH_MAX, false, 1, 1, 3>(), /* floats (28 x 28 images upscaled) */
+        wrow_make<6, 64, 64, 5, 2, WINO_EPI_TANH_MAX, true, 1, 1, 2>(),   /* 2018 spring */
+        wrow_make<6, 64, 64, 5, 2, WINO_EPI_TANH_MAX, false, 1, 2>(),     /* floats: two bands */
+        wrow_make<6, 48, 48, 5, 2, WINO_EPI_TANH_MAX, true, 4, 2>(),      /* 2019 spring: two bands, 4 blocks an SM */
+        wrow_make<6, 48, 48, 5, 2, WINO_EPI_TANH_MAX, false, 4, 2>(),
+        wrow_make<4, 86, 86, 7, 2, WINO_EPI_ANY, true, 1, 4, 2>(), /* 2020 (ReLU): four bands */
+        wrow_make<4, 86, 86, 7, 2, WINO_EPI_ANY, false, 1, 4, 2>(),
     };
     if ((K != 5 && K != 7) || !nc_conv_direct_fuses(e, K) || (e->pool >= 0 && e->P != 2)) return nullptr;
     const int P = e->pool < 0 ? 1 : 2;
