@@ -204,8 +204,10 @@ extern "C" int nc_cuda_conv_resolve(int *version, nc_error *err) {
         const size_t used = strlen(list);
         snprintf(list + used, sizeof list - used, "%s%d (%s)", v > 1 ? ", " : "", v, versions[v - 1].name);
     }
-    return nc_fail(err, NC_ERR_ARG, "--conv-kernel %d: no such convolution kernel version (valid: %s; 0 = %d)",
-                   *version, list, NC_CUDA_CONV_DEFAULT);
+    return nc_fail(err, NC_ERR_ARG,
+                   "--conv-kernel %d: no such convolution kernel version (valid: %s; 0, the default: the fastest "
+                   "exact version for each layer's shape, timed once and cached)",
+                   *version, list);
 }
 
 extern "C" int nc_cuda_conv_prepare(int version, nc_error *err) {

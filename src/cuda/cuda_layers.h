@@ -20,8 +20,9 @@ extern "C" {
 
 /* ------------------------------------------------ convolution (conv_kernels.cu) */
 
-/* The version `--conv-kernel 0` means: 6 (fused), the fastest exact-fp32 version on every zoo layer measured
- * (docs/PERFORMANCE.md), until the per-layer-shape selection measured and cached on the machine replaces it. */
+/* The version a 0 means where nothing times the versions (nc_cuda_conv_resolve: the layer API, a single layer's
+ * run): 6 (fused). The cuda backend's `--conv-kernel 0` is instead the fastest exact version for each layer's shape,
+ * timed once on the machine and cached (backend_cuda.cu, conv_autotune.cu). */
 #define NC_CUDA_CONV_DEFAULT 6
 
 /* Versions are numbered 1..nc_cuda_conv_num_versions(). */
