@@ -76,7 +76,8 @@ int nc_cuda_dense_forward(float *y, const float *x, const float *w, const float 
 #define NC_DENSE_I8_MAX_IN 32768
 /* Bytes of w (OUT, IN) prepared: its slices and scales; 0 where IN or OUT is out of range. */
 size_t nc_cuda_dense_i8_prepared_size(int IN, int OUT);
-/* Slices w into wp (nc_cuda_dense_i8_prepared_size bytes, 256-byte aligned as cudaMalloc's are), once a model. */
+/* Slices w into wp (nc_cuda_dense_i8_prepared_size bytes, 256-byte aligned as cudaMalloc's are), once a model, and
+ * allows the GEMMs' shared memory on the current device: call it on the device the forward calls run on. */
 int nc_cuda_dense_i8_prepare(void *wp, const float *w, int IN, int OUT, cudaStream_t stream, nc_error *err);
 /* Its kernels: AUTO, WGMMA where this build has sm_90a code and the device is sm_90, else MMA; MMA (mma.sync
  * m16n8k32, any sm_80+); WGMMA (wgmma, its stages filled by the tensor memory accelerator, tiles of 64 rows);

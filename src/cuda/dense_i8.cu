@@ -32,8 +32,6 @@
  *    the H200 when each row was read twice, before session 57 kept a row in registers), w once, when a backend
  *    prepares its weights; six int8 products where fp32 does one, at 16 times fp32's rate on the H100's tensor cores.
  */
-#include <atomic>
-
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -546,47 +544,37 @@ __global__ void i8_finish(float *y, const int *part, const int *ex, const int *e
 #define I8_BN 64
 #define I8_SMEM (3 * I8_SLICES * (I8_BM + I8_BN) * I8_PITCH)
 
-/* What a call needs of the current device, asked of the runtime once a device (a slot each, so that sessions on
- * several GPUs, a host thread each, never share one; a device past NC_MAX_DEVICES asks at every call): its SM count,
- * whether the wgmma kernels run there (this file built for sm_90a, an sm_90 device), and which of the kernels have had
- * their shared memory allowed there (a bit each, i8_allow). */
-typedef struct {
-    int sms, wgmma;
-    std::atomic<unsigned> allowed;
-} i8_device;
-
-static i8_device i8_devices[NC_MAX_DEVICES];
-static std::atomic<int> i8_known[NC_MAX_DEVICES]; /* 1: i8_devices[d] filled (release, after its fields) */
-
-static int i8_device_of(i8_device **d, i8_device *scratch, nc_error *err) {
-    int dev = 0;
+static int i8_sms(int *sms, nc_error *err) {
+    int dev;
     CUDA_RET(cudaGetDevice(&dev));
-    i8_device *slot = dev < NC_MAX_DEVICES ? &i8_devices[dev] : scratch;
-    if (dev >= NC_MAX_DEVICES || !i8_known[dev].load(std::memory_order_acquire)) {
-        int major = 0, minor = 0;
-        CUDA_RET(cudaDeviceGetAttribute(&slot->sms, cudaDevAttrMultiProcessorCount, dev));
-        CUDA_RET(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-        CUDA_RET(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
-#if defined(NC_DENSE_SM90A)
-        slot->wgmma = major == 9 && minor == 0;
-#else
-        slot->wgmma = 0;
-#endif
-        slot->allowed.store(0, std::memory_order_relaxed);
-        if (dev < NC_MAX_DEVICES) i8_known[dev].store(1, std::memory_order_release);
-    }
-    *d = slot;
+    CUDA_RET(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev));
     return NC_OK;
 }
 
-/* Kernel `bit`'s shared memory (fn, smem bytes) allowed on device d, once. */
-static int i8_allow(i8_device *d, unsigned bit, const void *fn, int smem, nc_error *err) {
-    if (!(d->allowed.load(std::memory_order_relaxed) & bit)) {
-        CUDA_RET(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-        d->allowed.fetch_or(bit, std::memory_order_relaxed);
-    }
+/* Whether the wgmma kernels run: this file built for sm_90a, and an sm_90 device. */
+static int i8_wgmma(int *yes, nc_error *err) {
+    *yes = 0;
+#if defined(NC_DENSE_SM90A)
+    int major, minor;
+    const int rc = nc_cuda_device_cc(&major, &minor, err);
+    if (rc) return rc;
+    *yes = major == 9 && minor == 0;
+#else
+    (void)err;
+#endif
     return NC_OK;
 }
+
+/* The wgmma kernels i8t_gemm<BN, WG> and their shared memory, by WG - 1 and BN == 128. */
+typedef struct {
+    const void *fn;
+    int smem;
+} i8t_kernel;
+
+static const i8t_kernel i8t_kernels[2][2] = {
+    {{(const void *)i8t_gemm<80, 1>, i8w_geom<80, 1>::SMEM}, {(const void *)i8t_gemm<128, 1>, i8w_geom<128, 1>::SMEM}},
+    {{(const void *)i8t_gemm<80, 2>, i8w_geom<80, 2>::SMEM}, {(const void *)i8t_gemm<128, 2>, i8w_geom<128, 2>::SMEM}},
+};
 
 /* The blocks k is split among for tiles of BM x BN, per_sm blocks an SM: none where the tiles fill the device's
  * blocks, else as many as fill them, at least 4 stages of k a block, at most 16. */
@@ -619,8 +607,6 @@ typedef struct {
     int kernel, wg, BM, BN, splits;
     long long tiles; /* BM x BN tiles */
     int rest, split; /* tiles of the partial wave cut into `split` pieces (split 1: none) */
-    i8_device *dev;  /* the current device (i8_device_of), or own where it has no slot */
-    i8_device own;
 } i8_planned;
 
 /* The pieces a tile of the last wave is cut into where `tiles` fill `slots` blocks more than once but not a whole
@@ -639,9 +625,8 @@ static int i8_tail_split(long long tiles, int slots, int steps) {
 /* splits 0: the call's own choice (a split of k where the tiles leave SMs idle, else the last wave's pieces); 1 or
  * more: that split and no pieces. */
 static int i8_plan(i8_planned *P, int kernel, int splits, int B, int IN, int OUT, nc_error *err) {
-    int rc;
-    if ((rc = i8_device_of(&P->dev, &P->own, err))) return rc;
-    const int wg = P->dev->wgmma, sms = P->dev->sms;
+    int wg, sms, rc;
+    if ((rc = i8_wgmma(&wg, err))) return rc;
     if (kernel != NC_DENSE_I8_AUTO && kernel != NC_DENSE_I8_MMA && kernel != NC_DENSE_I8_WGMMA &&
         kernel != NC_DENSE_I8_WGMMA2)
         return nc_fail(err, NC_ERR_ARG, "dense on int8 slices: kernel %d", kernel);
@@ -649,6 +634,7 @@ static int i8_plan(i8_planned *P, int kernel, int splits, int B, int IN, int OUT
         return nc_fail(err, NC_ERR_ARG,
                        "dense on int8 slices: the wgmma kernel needs an sm_90 device and a build for "
                        "sm_90a");
+    if ((rc = i8_sms(&sms, err))) return rc;
     P->kernel = kernel == NC_DENSE_I8_AUTO ? i8_auto(wg, B, OUT, sms) : kernel;
     P->wg = P->kernel == NC_DENSE_I8_WGMMA ? 1 : P->kernel == NC_DENSE_I8_WGMMA2 ? 2 : 0;
     P->BM = P->wg ? 64 * P->wg : I8_BM;
@@ -695,8 +681,15 @@ extern "C" size_t nc_cuda_dense_i8_prepared_size(int IN, int OUT) {
 }
 
 extern "C" int nc_cuda_dense_i8_prepare(void *wp, const float *w, int IN, int OUT, cudaStream_t stream, nc_error *err) {
-    int rc = i8_check(0, IN, OUT, err);
-    if (rc) return rc;
+    int rc = i8_check(0, IN, OUT, err), wg;
+    if (rc || (rc = i8_wgmma(&wg, err))) return rc;
+    /* The GEMMs' shared memory, allowed here on the device the forward calls run on, not at every launch. */
+    CUDA_RET(
+        cudaFuncSetAttribute((const void *)i8_gemm<I8_TILE>, cudaFuncAttributeMaxDynamicSharedMemorySize, I8_SMEM));
+    if (wg)
+        for (const auto &row : i8t_kernels)
+            for (const i8t_kernel &k : row)
+                CUDA_RET(cudaFuncSetAttribute(k.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, k.smem));
     signed char *s = (signed char *)wp;
     return i8_slice(s, (int *)(s + i8_align((size_t)I8_SLICES * OUT * i8_kp(IN))), w, OUT, IN, stream, err);
 }
@@ -739,28 +732,16 @@ extern "C" int nc_cuda_dense_i8_forward_prepared(float *y, const float *x, const
             return nc_fail(err, NC_ERR_ARG, "dense on int8 slices: B %d: %lld tiles", B, (long long)P.tiles);
         CUtensorMap xmap, wmap;
         if ((rc = i8t_map(&xmap, xs, B, KP, BM, err)) || (rc = i8t_map(&wmap, ws, OUT, KP, BN, err))) return rc;
-        /* i8t_gemm<BN, WG> and its shared memory, by WG - 1 and BN == 128 */
-        static const struct {
-            const void *fn;
-            int smem;
-        } kernels[2][2] = {
-            {{(const void *)i8t_gemm<80, 1>, i8w_geom<80, 1>::SMEM},
-             {(const void *)i8t_gemm<128, 1>, i8w_geom<128, 1>::SMEM}},
-            {{(const void *)i8t_gemm<80, 2>, i8w_geom<80, 2>::SMEM},
-             {(const void *)i8t_gemm<128, 2>, i8w_geom<128, 2>::SMEM}},
-        };
-        const void *fn = kernels[wg - 1][BN == 128].fn;
-        const int smem = kernels[wg - 1][BN == 128].smem;
-        if ((rc = i8_allow(P.dev, 1u << (2 * (wg - 1) + (BN == 128)), fn, smem, err))) return rc;
+        const i8t_kernel k = i8t_kernels[wg - 1][BN == 128]; /* its shared memory allowed by prepare */
         void *args[] = {&y,         &part, &xmap,       &ex,  &wmap,        (void *)&ew,
                         (void *)&b, &B,    (void *)&KP, &OUT, (void *)&per, &tail};
-        CUDA_RET(cudaLaunchKernel(fn, dim3((unsigned)blocks, (unsigned)kblocks), dim3(128 * wg), args, smem, stream));
+        CUDA_RET(
+            cudaLaunchKernel(k.fn, dim3((unsigned)blocks, (unsigned)kblocks), dim3(128 * wg), args, k.smem, stream));
     } else {
         if (row_tiles > 65535)
             return nc_fail(err, NC_ERR_ARG, "dense on int8 slices: B %d is more than %d rows", B, 65535 * BM);
         const size_t xp = (size_t)B * KP, wpl = (size_t)OUT * KP;
         const void *fn = (const void *)i8_gemm<I8_TILE>;
-        if ((rc = i8_allow(P.dev, 1u << 4, fn, I8_SMEM, err))) return rc;
         void *args[] = {&y,          &part,      &xs, (void *)&xp, &ex,  (void *)&ws, (void *)&wpl,
                         (void *)&ew, (void *)&b, &B,  (void *)&KP, &OUT, (void *)&per};
         CUDA_RET(cudaLaunchKernel(fn, dim3((unsigned)ncol, (unsigned)row_tiles, (unsigned)kblocks), dim3(128), args,
