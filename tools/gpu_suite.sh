@@ -72,10 +72,13 @@ if command -v compute-sanitizer >/dev/null; then
                 --error-exitcode 1 $BIN/test_dense_tc
         done
     fi
-    # The fp32 dense layer on int8 slices (dense_i8.cu): its cp.async and wgmma pipelines, the split's atomics.
+    # The fp32 dense layer on int8 slices (dense_i8.cu): its cp.async and wgmma pipelines, the split's atomics;
+    # racecheck on two small shapes (the quick test ran past 300 s under it on the H200).
     if [ -x $BIN/test_dense_i8 ]; then
         for tool in $tools; do
-            NC_GPU_TEST_QUICK=1 run $tool-dense-i8 compute-sanitizer --tool $tool --report-api-errors no \
+            q=1
+            [ $tool = racecheck ] && q=2
+            NC_GPU_TEST_QUICK=$q run $tool-dense-i8 compute-sanitizer --tool $tool --report-api-errors no \
                 --error-exitcode 1 $BIN/test_dense_i8
         done
     fi

@@ -541,7 +541,12 @@ __global__ void __launch_bounds__(64 * MG, MINB)
  * -> 0.290 ms (Q = 2; under ReLU and 2/2 max pooling 0.309 -> 0.275), 2018 spring's 0.262 -> 0.242 (Q = 2; on floats
  * two bands instead of one, 0.315 -> 0.256), 2018 fall's 1.094 / 1.071 -> 0.980 / 0.954 (Q = 3), 2020's 0.570 / 0.526
  * -> 0.517 / 0.478 (Q = 2); 2019 spring's went from 3 to 4 blocks an SM (96 registers, 24 bytes spilled), 0.170 /
- * 0.161 -> 0.163 / 0.159. Q = 3 on 2017's and 2018 spring's, and Q = 4 or 5, were slower (spills, or fewer blocks). A
+ * 0.161 -> 0.163 / 0.159. Q = 3 on 2017's and 2018 spring's, and Q = 4 or 5, were slower (spills, or fewer blocks).
+ * Where a band's pairs are no multiple of Q (2019 spring's 11 with Q = 2), those left over go one at a time: there
+ * 0.1644 / 0.1587 -> 0.1629 / 0.1542 ms (session 59, H200, the same bits, no spills). Measured there and left out: two
+ * or four images a block on 2019 spring's layer (92% of the lanes busy, where one image's two bands fill 82%), as
+ * fast as one image or slower; V in two buffers, one barrier an image, at most 1% faster on any first layer and 19%
+ * slower on 2018 spring's (fewer blocks an SM) (bench/results/gpu-2026-11-28-s59-ab.log). A
  * warp's loads of V touch few windows and are broadcast to its channels: a thread's window is its number mod the row's
  * windows (6 on 2017's layer), or, where a row has many (17 on 2018 fall's), its number over the channels. A row of
  * windows may overhang the outputs that count (2018 fall's 66 columns: 16 windows and a half), the input past the image
@@ -592,7 +597,8 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R>::NT, MINB)
     constexpr bool EDGE = 4 * NP + NPT - 4 > W;            /* the last window reads past the row: zeros there */
     constexpr bool PART = 4 * NP > (P == 2 ? 2 * Yw : Wo); /* the last window's outputs past those that count */
     static_assert(K == 5 || K == 7, "F(4, 5) or F(4, 7)");
-    static_assert(Ho % (2 * Q * R) == 0 && XB % 4 == 0, "bands of Q pairs of rows, 4-, 8- or 16-byte copies");
+    static_assert(Ho % (2 * R) == 0 && XB % 4 == 0, "bands of pairs of rows, 4-, 8- or 16-byte copies");
+    constexpr int BR = Ho / R, BQ = BR / (2 * Q) * 2 * Q; /* a band's rows; those taken Q pairs at a time */
     static_assert(P == 2 || (Wo % 4 == 0 && !EDGE), "unpooled rows: whole windows, stored as 16-byte words");
     const int act = EPI == WINO_EPI_TANH_MAX ? NC_TANH : EPI == WINO_EPI_NONE ? -1 : act_arg;
     const int pool = EPI == WINO_EPI_TANH_MAX ? NC_MAXPOOL : EPI == WINO_EPI_NONE ? -1 : pool_arg;
@@ -684,11 +690,12 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R>::NT, MINB)
         __syncthreads(); /* V holds this image */
         if (!active) continue;
         float *yn = y + ((size_t)n * M + m) * Yh * Yw;
-#pragma unroll 1
-        for (int y0 = band * (Ho / R); y0 < (band + 1) * (Ho / R); y0 += 2 * Q) {
-            float acc[2 * Q][NPT];
+        /* Output rows y0 .. y0 + 2 QQ - 1. */
+        auto rows = [&](auto qq, int y0) {
+            constexpr int QQ = decltype(qq)::value;
+            float acc[2 * QQ][NPT];
 #pragma unroll
-            for (int i = 0; i < K + 2 * Q - 1; i++) { /* input row y0 + i: kernel row i - j of output row y0 + j */
+            for (int i = 0; i < K + 2 * QQ - 1; i++) { /* input row y0 + i: kernel row i - j of output row y0 + j */
                 float v[VQ * 4];
 #pragma unroll
                 for (int h = 0; h < VQ; h++) {
@@ -702,7 +709,7 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R>::NT, MINB)
                     }
                 }
 #pragma unroll
-                for (int j = 0; j < 2 * Q; j++) {
+                for (int j = 0; j < 2 * QQ; j++) {
                     const int kh = i - j;
                     if (kh < 0 || kh > K - 1) continue;
 #pragma unroll
@@ -711,7 +718,7 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R>::NT, MINB)
                 }
             }
 #pragma unroll
-            for (int q = 0; q < Q; q++) { /* output rows y0 + 2 q and y0 + 2 q + 1 */
+            for (int q = 0; q < QQ; q++) { /* output rows y0 + 2 q and y0 + 2 q + 1 */
                 const int yq = y0 + 2 * q;
                 float o[2][4];
 #pragma unroll
@@ -749,7 +756,12 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R>::NT, MINB)
                     }
                 }
             }
-        }
+        };
+#pragma unroll 1
+        for (int y0 = band * BR; y0 < band * BR + BQ; y0 += 2 * Q) rows(std::integral_constant<int, Q>(), y0);
+        if constexpr (BQ < BR) /* the pairs left over, one at a time */
+#pragma unroll 1
+            for (int y0 = band * BR + BQ; y0 < (band + 1) * BR; y0 += 2) rows(std::integral_constant<int, 1>(), y0);
     }
     asm volatile("cp.async.wait_group 0;" ::: "memory");
 }
@@ -1129,8 +1141,8 @@ static const wrow_entry *wrow_for(int H, int W, int M, int K, const nc_conv_epil
         wrow_make<12, 72, 72, 7, 2, WINO_EPI_TANH_MAX, false, 1, 1, 3>(), /* floats (28 x 28 images upscaled) */
         wrow_make<6, 64, 64, 5, 2, WINO_EPI_TANH_MAX, true, 1, 1, 2>(),   /* 2018 spring */
         wrow_make<6, 64, 64, 5, 2, WINO_EPI_TANH_MAX, false, 1, 2>(),     /* floats: two bands */
-        wrow_make<6, 48, 48, 5, 2, WINO_EPI_TANH_MAX, true, 4, 2>(),      /* 2019 spring: two bands, 4 blocks an SM */
-        wrow_make<6, 48, 48, 5, 2, WINO_EPI_TANH_MAX, false, 4, 2>(),
+        wrow_make<6, 48, 48, 5, 2, WINO_EPI_TANH_MAX, true, 4, 2, 2>(),   /* 2019 spring: two bands, 4 blocks an SM */
+        wrow_make<6, 48, 48, 5, 2, WINO_EPI_TANH_MAX, false, 4, 2, 2>(),
         wrow_make<4, 86, 86, 7, 2, WINO_EPI_ANY, true, 1, 4, 2>(), /* 2020 (ReLU): four bands */
         wrow_make<4, 86, 86, 7, 2, WINO_EPI_ANY, false, 1, 4, 2>(),
     };

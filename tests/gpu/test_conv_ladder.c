@@ -521,9 +521,10 @@ static void test_winograd(void) {
     test_fused_case(700, 1, 72, 72, 12, 7, 0, NC_TANH, NC_MAXPOOL, 2, 1); /* more images than blocks */
     test_fused_case(400, 1, 72, 72, 12, 7, 1, NC_TANH, NC_MAXPOOL, 2, 0);
     /* 2018 spring's, 2019 spring's and 2020's first layers, pooled 2/2 (2020's with any activation, the others with
-     * tanh and max pooling only), on pixels or floats: a thread's rows in 1, 2 and 4 bands; 2020's 86 x 86 pixels an
-     * image copied 4 bytes at a time (7396 is no multiple of 8), its 80 outputs a row 20 whole windows, 2019 spring's
-     * 44 eleven, 2018 spring's 60 fifteen. */
+     * tanh and max pooling only), on pixels or floats: a thread's rows in 1, 2 and 4 bands (2019 spring's two bands
+     * of 11 pairs of rows, two pairs at a time and the last alone); 2020's 86 x 86 pixels an image copied 4 bytes at a
+     * time (7396 is no multiple of 8), its 80 outputs a row 20 whole windows, 2019 spring's 44 eleven, 2018 spring's
+     * 60 fifteen. */
     const nc_conv_epilogue relu_max2 = {NC_RELU, NC_MAXPOOL, 2, 2};
     const struct { int H, M, K, act; } firsts[3] = {{64, 6, 5, NC_TANH}, {48, 6, 5, NC_TANH}, {86, 4, 7, NC_RELU}};
     for (int f = 0; f < 3; f++) {

@@ -18,7 +18,8 @@
  * zero row gives b; a row whose values span 2^40 stays within the bound; IN past NC_DENSE_I8_MAX_IN, a short scratch
  * and an unknown kernel are refused. Through the cuda backend (fp32, its default): logits against cpu-ref's, and the
  * same bits in chunks of any size, with a layer on int8 slices and one past NC_DENSE_I8_MAX_IN on the SIMT kernels.
- * NC_GPU_TEST_QUICK=1 (under compute-sanitizer): the 2017 layer on 40 images.
+ * NC_GPU_TEST_QUICK=1 (under compute-sanitizer): the 2017 layer on 40 images. NC_GPU_TEST_QUICK=2 (under racecheck,
+ * where the quick test ran past 300 s on the H200): two small shapes only, each through every kernel and split.
  */
 #ifndef NC_HAVE_CUDA
 #include <stdio.h>
@@ -418,6 +419,11 @@ int main(void) {
     const char *want = getenv("NC_TEST_WANT_WGMMA"); /* tools/gpu_suite.sh on the H100: the build must have it */
     if (want && *want == '1') CHECK(wgmma_here);
     const char *quick = getenv("NC_GPU_TEST_QUICK"); /* under compute-sanitizer: fewer images of the 2017 layer */
+    if (quick && *quick == '2') {                    /* under racecheck: the kernels' shared memory on small shapes */
+        i8_shape(9, 200, 80, 0);
+        i8_shape(67, 1296, 140, 1);
+        return nc_test_done("test_dense_i8");
+    }
     i8_shape(quick && *quick == '1' ? 40 : 300, 7200, 500, 1); /* the 2017 layer */
     i8_shape(131, 1296, 140, 0);                               /* 2019 spring's: two wgmma tiles of 80 columns */
     i8_shape(67, 4056, 160, 1);                                /* 2018 fall's: two of 80 */
