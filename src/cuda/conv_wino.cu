@@ -546,11 +546,11 @@ __global__ void __launch_bounds__(64 * MG, MINB)
  * 0.1644 / 0.1587 -> 0.1629 / 0.1542 ms (session 59, H200, the same bits, no spills). Measured there and left out: two
  * or four images a block on 2019 spring's layer (92% of the lanes busy, where one image's two bands fill 82%), as
  * fast as one image or slower; V in two buffers, one barrier an image, at most 1% faster on any first layer and 19%
- * slower on 2018 spring's (fewer blocks an SM) (bench/results/gpu-2026-11-28-s59-ab.log). A
- * warp's loads of V touch few windows and are broadcast to its channels: a thread's window is its number mod the row's
- * windows (6 on 2017's layer), or, where a row has many (17 on 2018 fall's), its number over the channels. A row of
- * windows may overhang the outputs that count (2018 fall's 66 columns: 16 windows and a half), the input past the image
- * read as zeros. Two barriers an image.
+ * slower on 2018 spring's (fewer blocks an SM) (bench/results/gpu-2026-11-28-s59-ab.log). A warp's loads of V touch
+ * few windows and are broadcast to its channels: a thread's window is its number mod the row's windows (6 on 2017's
+ * layer), or, where a row has many (17 on 2018 fall's), its number over the channels. A row of windows may overhang the
+ * outputs that count (2018 fall's 66 columns: 16 windows and a half), the input past the image read as zeros. Two
+ * barriers an image.
  *
  * Measured against version 14 in one call (a prototype of this kernel; H100, N = 10000, 2026-11-26 19:30,
  * docs/PERFORMANCE-LOG.md): 2017's first layer fused with tanh and 2/2 max pooling on uint8 pixels 0.308 ms against
@@ -1153,7 +1153,8 @@ static const wrow_entry *wrow_for(int H, int W, int M, int K, const nc_conv_epil
         wrow_make<12, 72, 72, 7, 2, WINO_EPI_TANH_MAX, false, 1, 1, 3>(), /* floats (28 x 28 images upscaled) */
         wrow_make<6, 64, 64, 5, 2, WINO_EPI_TANH_MAX, true, 1, 1, 2>(),   /* 2018 spring */
         wrow_make<6, 64, 64, 5, 2, WINO_EPI_TANH_MAX, false, 1, 2>(),     /* floats: two bands */
-        wrow_make<6, 48, 48, 5, 2, WINO_EPI_TANH_MAX, true, 4, 2, 2>(),   /* 2019 spring: two bands, 4 blocks an SM */
+        wrow_make<6, 48, 48, 5, 2, WINO_EPI_TANH_MAX, true, 4, 2,
+                  2>(), /* 2019 spring: two bands, two pairs at a time */
         wrow_make<6, 48, 48, 5, 2, WINO_EPI_TANH_MAX, false, 4, 2, 2>(),
         wrow_make<4, 86, 86, 7, 2, WINO_EPI_ANY, true, 1, 4, 2>(), /* 2020 (ReLU): four bands */
         wrow_make<4, 86, 86, 7, 2, WINO_EPI_ANY, false, 1, 4, 2>(),
