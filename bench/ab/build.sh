@@ -4,8 +4,9 @@
 # runs on a GPU machine.
 #   tools/make_bundle.sh build-shared .c2               (the bundle: the library and binaries of a shared build)
 #   bench/ab/build.sh build-shared .c2 base=src/cuda v1=/tmp/v1 ...
-# NAME=DIR compiles those of DIR/conv_direct.cu, DIR/conv_directc.cu and DIR/conv_wino.cu (version 15, which conv_one
-# calls with NC_AB_ROWS=3) that DIR has, alone, into .c2/v/NAME.so.xz,
+# NAME=DIR compiles those of DIR/conv_direct.cu, DIR/conv_directc.cu, DIR/conv_wino.cu (version 15, which conv_one
+# calls with NC_AB_ROWS=3) and DIR/conv_tc.cu (versions 7-10: no conv_one mode; time them by `nanoconv bench --shape
+# ... --versions 7,9,10` with LD_PRELOAD=NAME.so and without) that DIR has, alone, into .c2/v/NAME.so.xz,
 # which run.sh preloads over libnanoconv.so: its launchers take the calls, and the rest (the other file's launchers
 # among them) stays the library's. Machine code for ARCH only, no PTX: a variant runs on the GPU it was built for, and
 # is half the size (a call carries at most 64 MiB, the tree included). KS="5 7" builds the kernels of those K only
@@ -45,9 +46,9 @@ fi
 for nv in "$@"; do
     name=${nv%%=*} dir=${nv#*=}
     srcs=()
-    for f in conv_direct.cu conv_directc.cu conv_wino.cu; do
+    for f in conv_direct.cu conv_directc.cu conv_wino.cu conv_tc.cu; do
         [ -f "$dir/$f" ] || continue
-        if [ -n "$drop" ] && [ "$f" != conv_wino.cu ]; then
+        if [ -n "$drop" ] && [ "$f" != conv_wino.cu ] && [ "$f" != conv_tc.cu ]; then
             mkdir -p "$tmp/src-$name"
             sed -E "/^ *case ($drop): return (direct_pick<|conv_directc_kernel<)/d" "$dir/$f" >"$tmp/src-$name/$f"
             n=$(($(wc -l <"$dir/$f") - $(wc -l <"$tmp/src-$name/$f")))
@@ -62,7 +63,7 @@ for nv in "$@"; do
         fi
     done
     [ ${#srcs[@]} -gt 0 ] || {
-        echo "bench/ab/build.sh: $dir has none of conv_direct.cu, conv_directc.cu and conv_wino.cu" >&2
+        echo "bench/ab/build.sh: $dir has none of conv_direct.cu, conv_directc.cu, conv_wino.cu and conv_tc.cu" >&2
         exit 1
     }
     # -I "$dir" first, so that a variant may carry its own headers too.

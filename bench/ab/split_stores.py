@@ -9,8 +9,11 @@ time on purpose, where it cannot know their alignment); read the source at the k
     python3 bench/ab/split_stores.py a.ptx b.ptx      (PTX files already made: nvcc -ptx ...)
 
 In session 59 (2026-11-28) this is how conv_wino.cu's first-layer kernels were found storing their float2 and float4
-outputs 4 bytes at a time (2017's first layer alone 0.851 -> 0.341 ms once they stored whole words); it also lists
-conv_tc.cu's conv_tcc_kernel and some of conv_direct.cu's one-channel kernels, not changed then.
+outputs 4 bytes at a time (2017's first layer alone 0.851 -> 0.341 ms once they stored whole words); in session 60
+conv_tc.cu's conv_tcc_kernel (its float2 pairs) and conv_direct.cu's version 13 rows of four (its float4s) took the
+same fix, src/cuda/st_global.cuh. What it lists since are runs meant as single floats: conv_direct.cu's max-pooled
+kernels (TP: two pooled outputs a thread, Yw odd or even), conv_wino.cu's 2-D kernels of 2019 fall's second layer
+(Yw 29, odd), and dense_tc.cu's odd-OUT branch beside its float2 stores (as many v2 as pairs).
 """
 import collections
 import glob

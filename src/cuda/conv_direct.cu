@@ -66,6 +66,7 @@
 #include "cuda/conv_ladder.h"
 #include "cuda/cp_async.cuh"
 #include "cuda/cuda_check.h"
+#include "cuda/st_global.cuh"
 
 /* Shared memory a block's bands are sized for (above 48 KB only with the kernel's opt-in, done at launch); a layer
  * whose band of one patch row does not fit in it takes up to the device's opt-in limit (227 KB on an H100). */
@@ -521,13 +522,12 @@ __global__ void __launch_bounds__(DIRECT_MAX_THREADS, DIRECT_MIN_BLOCKS(PH, PW, 
 #pragma unroll
                             for (int mi = 0; mi < MB; mi++) {
                                 if (mi >= nm) continue;
-                                if (whole)
-                                    *reinterpret_cast<float4 *>(yo + mi * YY) =
-                                        make_float4(v[mi][0][0], v[mi][0][1], v[mi][0][2], v[mi][0][3]);
+                                if (whole) /* whole: st_global.cuh (as a float4 assignment it came out split) */
+                                    nc_st_global4(yo + mi * YY, v[mi][0][0], v[mi][0][1], v[mi][0][2], v[mi][0][3]);
+                                else if (h)
+                                    nc_st_global2(yo + mi * YY + h, v[mi][0][2], v[mi][0][3]);
                                 else
-                                    *reinterpret_cast<float2 *>(yo + mi * YY + h) =
-                                        h ? make_float2(v[mi][0][2], v[mi][0][3])
-                                          : make_float2(v[mi][0][0], v[mi][0][1]);
+                                    nc_st_global2(yo + mi * YY, v[mi][0][0], v[mi][0][1]);
                             }
                         } else if (PH == 2 && PW == 4 && SH) {
                             /* Two rows of four, the second shifted (Wo = 2 mod 4, Ho even, y 16-byte aligned): each

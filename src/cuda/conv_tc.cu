@@ -71,6 +71,7 @@
 #include "cuda/conv_ladder.h"
 #include "cuda/cp_async.cuh"
 #include "cuda/cuda_check.h"
+#include "cuda/st_global.cuh"
 
 #define TC_SMEM_MAX (192 * 1024) /* an image's buffers (images_per_block 1, float input) at most: H100 has 227 KB */
 #define TC_M_MAX 256             /* 8 warps of two m16 tiles */
@@ -450,8 +451,9 @@ __device__ __forceinline__ void tc_store(float *__restrict__ yp, unsigned sp, co
 #pragma unroll
                 for (int r = 0; r < 2; r++) {
                     if (2 * pr + r >= S.Ho) continue;
-                    if (d.pairs && ow + 1 < S.Wo) /* 8 aligned bytes: a warp's store fills 32-byte sectors */
-                        *reinterpret_cast<float2 *>(ym + r * S.Wo) = make_float2(v[2 * r], v[2 * r + 1]);
+                    if (d.pairs && ow + 1 < S.Wo) /* 8 aligned bytes, whole (st_global.cuh): a warp's store fills
+                                                   * 32-byte sectors */
+                        nc_st_global2(ym + r * S.Wo, v[2 * r], v[2 * r + 1]);
                     else
 #pragma unroll
                         for (int c = 0; c < 2; c++)

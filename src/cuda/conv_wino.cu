@@ -49,6 +49,7 @@
 #include "cuda/conv_ladder.h"
 #include "cuda/cp_async.cuh"
 #include "cuda/cuda_check.h"
+#include "cuda/st_global.cuh"
 
 /* G (8 x 5), rows by point: the weights' transform (constant memory; the loops that read it are unrolled, so that
  * each element is an operand of the instruction). */
@@ -565,24 +566,11 @@ __global__ void __launch_bounds__(64 * MG, MINB)
  * measured there: an image's 7396 bytes were copied 16 at a time, misaligned). 2019 fall's (70 x 70 -> 12) took
  * 0.93 ms at best against version 14's 0.81 and has no kernel.
  */
-/* Two and four floats to global memory as one 8- or 16-byte store (y 8- or 16-byte aligned). Written as assignments
- * of a float2 or float4, nvcc 13.0 stored them 4 bytes at a time in this kernel (its PTX, session 59): a warp's
- * requests twice or four times as many, each touching that many times the sectors; 2017's first layer alone took 0.851
- * ms on floats, 0.341 with these (H200, B 10000). The 2-D kernel's flush above comes out whole; some of
- * conv_direct.cu's and conv_tc.cu's assignments do not, and are as they were. */
-__device__ __forceinline__ void wrow_st2(float *y, float v0, float v1) {
-    asm("st.global.v2.f32 [%0], {%1, %2};" ::"l"(__cvta_generic_to_global(y)), "f"(v0), "f"(v1));
-}
-__device__ __forceinline__ void wrow_st4(float *y, const float (&v)[4]) {
-    asm("st.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(__cvta_generic_to_global(y)), "f"(v[0]), "f"(v[1]), "f"(v[2]),
-        "f"(v[3]));
-}
-
 /* Pooled outputs c and c + 1 of a row of Yw (y: the row's output c): those that count (c < Yw), as one 8-byte store
  * where both do and Yw and c are even (the row's start 8-byte aligned), else a float at a time. */
 template <int Yw> __device__ __forceinline__ void wrow_store_pair(float *y, int c, float v0, float v1) {
     if (Yw % 2 == 0 && c + 1 < Yw) {
-        wrow_st2(y, v0, v1);
+        nc_st_global2(y, v0, v1); /* whole: st_global.cuh */
     } else {
         if (c < Yw) y[0] = v0;
         if (c + 1 < Yw) y[1] = v1;
@@ -764,7 +752,8 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R>::NT, MINB)
                         wrow_store_pair<Yw>(&yn[(yq / 2) * Yw + 2 * p], PART ? 2 * p : 0, v[0], v[1]);
                     } else {
 #pragma unroll
-                        for (int i = 0; i < 2; i++) wrow_st4(&yn[(yq + i) * Yw + 4 * p], o[i]);
+                        for (int i = 0; i < 2; i++)
+                            nc_st_global4(&yn[(yq + i) * Yw + 4 * p], o[i][0], o[i][1], o[i][2], o[i][3]);
                     }
                 }
             }
