@@ -395,8 +395,11 @@ __device__ __forceinline__ void tc_weights(uint32_t (&ah)[MW][KS][4], uint32_t (
  * m0 + n is n Yh Yw floats on (an immediate offset in a kernel of fixed shape). The pooling is switched once a task,
  * the activation once a task (max pooling) or once four outputs, not once an output. Max pooling takes the maximum
  * of the raw sums and scales once: v -> a v + cm is monotone as a >= 0 (tc_weights negates the weights where the
- * scaling's a is negative), so this is exact. FAST: tanh.approx (conv_act.cuh). */
-template <int MW, bool FAST, bool STAGE>
+ * scaling's a is negative), so this is exact. FAST: tanh.approx (conv_act.cuh). ST2: unpooled pairs by
+ * nc_st_global2, for conv_tcc_kernel, whose float2 assignment nvcc 13.0 split into two 4-byte stores (up to 1.23x on
+ * 2020's second layer alone); conv_tc_kernel's came out whole, and with the asm its time moved by -5% to +7% on the
+ * first layers alone (H200 bench, 2026-11-28 17:40), so it keeps the assignment. */
+template <int MW, bool FAST, bool STAGE, bool ST2>
 __device__ __forceinline__ void tc_store(float *__restrict__ yp, unsigned sp, const float (&acc)[MW][2][4],
                                          const float (&cm)[MW][2], int m0, bool col_in, int pr, int cg, int t,
                                          const tc_shape &S, const tc_params &d) {
@@ -451,10 +454,12 @@ __device__ __forceinline__ void tc_store(float *__restrict__ yp, unsigned sp, co
 #pragma unroll
                 for (int r = 0; r < 2; r++) {
                     if (2 * pr + r >= S.Ho) continue;
-                    if (d.pairs && ow + 1 < S.Wo) /* 8 aligned bytes, whole (st_global.cuh): a warp's store fills
-                                                   * 32-byte sectors */
-                        nc_st_global2(ym + r * S.Wo, v[2 * r], v[2 * r + 1]);
-                    else
+                    if (d.pairs && ow + 1 < S.Wo) { /* 8 aligned bytes: a warp's store fills 32-byte sectors */
+                        if constexpr (ST2)
+                            nc_st_global2(ym + r * S.Wo, v[2 * r], v[2 * r + 1]);
+                        else
+                            *reinterpret_cast<float2 *>(ym + r * S.Wo) = make_float2(v[2 * r], v[2 * r + 1]);
+                    } else
 #pragma unroll
                         for (int c = 0; c < 2; c++)
                             if (ow + c < S.Wo) ym[r * S.Wo + c] = v[2 * r + c];
@@ -573,8 +578,8 @@ __global__ void __launch_bounds__(256, 1)
             const bool pooled = S.pool != TC_NONE;
             const int col = pooled ? cg * 4 + t : cg * 8 + 2 * t;
             const unsigned o = (unsigned)((pooled ? pr * S.Yw : 2 * pr * S.Wo) + col);
-            tc_store<MW, MODE != MODE_SPLIT_A && MODE != MODE_SPLIT_AB, STAGE>(yi + o, si + 4 * o, acc, cm, m0,
-                                                                               !pooled || col < S.Yw, pr, cg, t, S, d);
+            tc_store<MW, MODE != MODE_SPLIT_A && MODE != MODE_SPLIT_AB, STAGE, false>(
+                yi + o, si + 4 * o, acc, cm, m0, !pooled || col < S.Yw, pr, cg, t, S, d);
             for (cg += wpg; cg >= S.CG;) {
                 cg -= S.CG;
                 if (++pr == S.PR) pr = 0, i++, yi += next, si += 4u * (unsigned)(S.M * PS);
@@ -804,7 +809,7 @@ __global__ void __launch_bounds__(TCC_THREADS, 1)
                 const int pr = (w0 + tt) / S.CG, cg = w0 + tt - pr * S.CG;
                 const int col = pooled ? cg * 4 + t : cg * 8 + 2 * t;
                 const int o = (pooled ? pr * S.Yw : 2 * pr * S.Wo) + col;
-                tc_store<MT, true, false>(yi + o, 0u, acc[tt], cm, g, !pooled || col < S.Yw, pr, cg, t, S, d);
+                tc_store<MT, true, false, true>(yi + o, 0u, acc[tt], cm, g, !pooled || col < S.Yw, pr, cg, t, S, d);
             }
         }
     }

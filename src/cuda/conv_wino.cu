@@ -1126,10 +1126,13 @@ static wrow_entry wrow_make() {
 /* 2017's first layer, 1 x 28 x 28 -> 50: on pixels fused as its network runs it (tanh, 2/2 max pooling) or with any
  * other epilogue; on floats alone (as the bench times a layer alone) or with any epilogue. 2018 fall's, 1 x 72 x 72
  * -> 12, K = 7, 2018 spring's, 1 x 64 x 64 -> 6, and 2019 spring's, 1 x 48 x 48 -> 6: fused as their networks run
- * them only (tanh, 2/2 max pooling); 2020's, 1 x 86 x 86 -> 4, K = 7, with any activation and 2/2 pooling (its
- * network: ReLU); each on pixels (images of its size) or floats (the 28 x 28 test images, which the network
- * upscales). The tuner times a fused first layer in both forms, and the run takes the pick of the
- * form it gives (src/cuda/backend_cuda.cu); a form version 15 does not take runs on version 14. */
+ * them (tanh, 2/2 max pooling), and the last two on floats alone too (one band of rows, two pairs at a time: on the
+ * H200, B 10000, 0.1731 and 0.3066 ms against version 13's 0.2238 and 0.3900; two bands, or one pair at a time,
+ * 0.1874-0.2003 and 0.3071-0.3222; bench/results/gpu-2026-11-28-s60-ab.log); 2020's, 1 x 86 x 86 -> 4, K = 7, with
+ * any activation and 2/2 pooling (its network: ReLU). Fused, each on pixels (images of its size) or floats (the
+ * 28 x 28 test images, which the network upscales). The tuner times a fused first layer in both forms, and the run
+ * takes the pick of the form it gives (src/cuda/backend_cuda.cu); a form version 15 does not take runs on version 14.
+ * The zoo's networks run no first layer alone; the bench times each so. */
 static const wrow_entry *wrow_for(int H, int W, int M, int K, const nc_conv_epilogue *e, int pixels) {
     static const wrow_entry kernels[] = {
         wrow_make<50, 28, 28, 5, 2, WINO_EPI_TANH_MAX, true, 2, 1, 2>(), /* two pairs of rows an iteration */
@@ -1145,7 +1148,9 @@ static const wrow_entry *wrow_for(int H, int W, int M, int K, const nc_conv_epil
         wrow_make<6, 48, 48, 5, 2, WINO_EPI_TANH_MAX, true, 4, 2,
                   2>(), /* 2019 spring: two bands, two pairs at a time */
         wrow_make<6, 48, 48, 5, 2, WINO_EPI_TANH_MAX, false, 4, 2, 2>(),
-        wrow_make<4, 86, 86, 7, 2, WINO_EPI_ANY, true, 1, 4, 2>(), /* 2020 (ReLU): four bands */
+        wrow_make<6, 48, 48, 5, 1, WINO_EPI_NONE, false, 2, 1, 2>(), /* 2019 spring alone: one band, two pairs */
+        wrow_make<6, 64, 64, 5, 1, WINO_EPI_NONE, false, 1, 1, 2>(), /* 2018 spring alone */
+        wrow_make<4, 86, 86, 7, 2, WINO_EPI_ANY, true, 1, 4, 2>(),   /* 2020 (ReLU): four bands */
         wrow_make<4, 86, 86, 7, 2, WINO_EPI_ANY, false, 1, 4, 2>(),
     };
     if ((K != 5 && K != 7) || !nc_conv_direct_fuses(e, K) || (e->pool >= 0 && e->P != 2)) return nullptr;
