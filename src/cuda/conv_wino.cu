@@ -1129,7 +1129,9 @@ static wrow_entry wrow_make() {
  * them (tanh, 2/2 max pooling), and the last two on floats alone too (one band of rows, two pairs at a time: on the
  * H200, B 10000, 0.1731 and 0.3066 ms against version 13's 0.2238 and 0.3900; two bands, or one pair at a time,
  * 0.1874-0.2003 and 0.3071-0.3222; bench/results/gpu-2026-11-28-s60-ab.log); 2020's, 1 x 86 x 86 -> 4, K = 7, with
- * any activation and 2/2 pooling (its network: ReLU). Fused, each on pixels (images of its size) or floats (the
+ * any activation and 2/2 pooling (its network: ReLU), and alone on floats (four bands, two pairs at a time: 0.4713 ms
+ * against version 14's 0.6545; two bands 0.5763, one 0.6751; 2018 fall's 66 outputs a row are no whole number of
+ * windows of four, which the unpooled rows need). Fused, each on pixels (images of its size) or floats (the
  * 28 x 28 test images, which the network upscales). The tuner times a fused first layer in both forms, and the run
  * takes the pick of the form it gives (src/cuda/backend_cuda.cu); a form version 15 does not take runs on version 14.
  * The zoo's networks run no first layer alone; the bench times each so. */
@@ -1152,6 +1154,7 @@ static const wrow_entry *wrow_for(int H, int W, int M, int K, const nc_conv_epil
         wrow_make<6, 64, 64, 5, 1, WINO_EPI_NONE, false, 1, 1, 2>(), /* 2018 spring alone */
         wrow_make<4, 86, 86, 7, 2, WINO_EPI_ANY, true, 1, 4, 2>(),   /* 2020 (ReLU): four bands */
         wrow_make<4, 86, 86, 7, 2, WINO_EPI_ANY, false, 1, 4, 2>(),
+        wrow_make<4, 86, 86, 7, 1, WINO_EPI_NONE, false, 1, 4, 2>(), /* 2020 alone */
     };
     if ((K != 5 && K != 7) || !nc_conv_direct_fuses(e, K) || (e->pool >= 0 && e->P != 2)) return nullptr;
     const int P = e->pool < 0 ? 1 : 2;

@@ -524,8 +524,9 @@ static void test_winograd(void) {
      * tanh and max pooling only), on pixels or floats: a thread's rows in 1, 2 and 4 bands (2019 spring's two bands
      * of 11 pairs of rows, two pairs at a time and the last alone); 2020's 86 x 86 pixels an image copied 4 bytes at a
      * time (7396 is no multiple of 8), its 80 outputs a row 20 whole windows, 2019 spring's 44 eleven, 2018 spring's
-     * 60 fifteen. 2018 spring's and 2019 spring's also alone on floats (one band of 30 and 22 pairs, two at a time:
-     * 2019 spring's last pair alone), their rows of four stored as 16-byte words. */
+     * 60 fifteen. Each also alone on floats, its rows of four stored as 16-byte words: 2018 spring's and 2019
+     * spring's in one band of 30 and 22 pairs of rows, two at a time (2019 spring's last pair alone), 2020's in four
+     * bands of 10. */
     const nc_conv_epilogue relu_max2 = {NC_RELU, NC_MAXPOOL, 2, 2};
     const struct { int H, M, K, act; } firsts[3] = {{64, 6, 5, NC_TANH}, {48, 6, 5, NC_TANH}, {86, 4, 7, NC_RELU}};
     for (int f = 0; f < 3; f++) {
@@ -534,19 +535,18 @@ static void test_winograd(void) {
         for (int u8 = 0; u8 <= 1; u8++) {
             CHECK(nc_conv_wino_takes(1, H, H, M, K, net, u8));
             CHECK(nc_conv_wino_takes(1, H, H, M, K, &tanh_max2, u8));
-            CHECK(nc_conv_wino_takes(1, H, H, M, K, &alone, u8) == (K == 5 && !u8)); /* else version 13 or 14 */
-            CHECK(!nc_conv_wino_takes(1, H, H, M, K, &relu_max4, u8));               /* 4/4 pooling */
-            CHECK(!nc_conv_wino_takes(1, H, H, M + 1, K, net, u8));                  /* other output channels */
-            CHECK(nc_conv_wino_takes(1, H, H, M, K, &avg2, u8) == (K == 7));         /* 2020's: any epilogue */
+            CHECK(nc_conv_wino_takes(1, H, H, M, K, &alone, u8) == !u8);     /* pixels alone: version 13 or 14 */
+            CHECK(!nc_conv_wino_takes(1, H, H, M, K, &relu_max4, u8));       /* 4/4 pooling */
+            CHECK(!nc_conv_wino_takes(1, H, H, M + 1, K, net, u8));          /* other output channels */
+            CHECK(nc_conv_wino_takes(1, H, H, M, K, &avg2, u8) == (K == 7)); /* 2020's: any epilogue */
             for (int b = 0; b <= 1; b++)
                 test_fused_case(rand_int(1, 3), 1, H, H, M, K, b, firsts[f].act, NC_MAXPOOL, 2, u8);
         }
         if (K == 7) test_fused_case(rand_int(1, 3), 1, H, H, M, K, 1, NC_SIGMOID, NC_AVGPOOL, 2, 1);
-        if (K == 5) {                                                 /* alone, on floats */
-            test_case(rand_int(1, 3), 1, H, H, M, K, rand_int(0, 1)); /* through the ladder's table */
-            test_case(300, 1, H, H, M, K, 1);                         /* more images than blocks */
-            test_fused_case(5, 1, H, H, M, K, 0, -1, -1, 1, -1);      /* floats 1 to 3 past 16 bytes */
-        }
+        /* Alone, on floats: a few images, more images than blocks, x 1 to 3 floats past 16 bytes. */
+        test_case(rand_int(1, 3), 1, H, H, M, K, rand_int(0, 1));
+        test_case(300, 1, H, H, M, K, 1);
+        test_fused_case(5, 1, H, H, M, K, 0, -1, -1, 1, -1);
         test_fused_case(5, 1, H, H, M, K, 1, firsts[f].act, NC_MAXPOOL, 2, 2);   /* pixels not 16-byte aligned */
         test_fused_case(5, 1, H, H, M, K, 1, firsts[f].act, NC_MAXPOOL, 2, -1);  /* floats not 16-byte aligned */
         test_fused_case(700, 1, H, H, M, K, 0, firsts[f].act, NC_MAXPOOL, 2, 1); /* more images than blocks */
