@@ -14,8 +14,9 @@
  *                   9  tc-fp16: version 7 on mma.sync fp16 (m16n8k16, fp32 sums; reduced precision)
  *                  10  tc-bf16: version 7 on mma.sync bf16 (m16n8k16, fp32 sums; reduced precision)
  *   conv_wino.cu   15  winograd: F(4 x 4, 5 x 5) minimal filtering in fp32 (K = 5 second layers), F(4, 5) along
- *                      the rows (2017's, 2018 spring's and 2019 spring's first layers), F(4, 7) along the rows (K = 7
- *                      second layers, 2018 fall's and 2020's first layers, fused); its own bits
+ *                      the rows (2017's, 2018 spring's and 2019 spring's first layers, fused and alone), F(4, 7)
+ *                      along the rows (K = 7 second layers and 2018 fall's first layer fused, 2020's first layer
+ *                      fused and alone); its own bits
  *
  * Every launcher computes y (B, M, H-K+1, W-K+1) from x (B, C, H, W), k (M, C, K, K) and bias (M) or NULL,
  * enqueued on `stream` (C linkage, so that tests/gpu/test_conv_ladder.c calls them too); it fails with NC_ERR_ARG for a

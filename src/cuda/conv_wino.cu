@@ -1139,16 +1139,14 @@ static const wrow_entry *wrow_for(int H, int W, int M, int K, const nc_conv_epil
     static const wrow_entry kernels[] = {
         wrow_make<50, 28, 28, 5, 2, WINO_EPI_TANH_MAX, true, 2, 1, 2>(), /* two pairs of rows an iteration */
         wrow_make<50, 28, 28, 5, 2, WINO_EPI_ANY, true, 2, 1, 2>(),
-        wrow_make<50, 28, 28, 5, 1, WINO_EPI_ANY, true, 2>(),
-        wrow_make<50, 28, 28, 5, 1, WINO_EPI_NONE, false, 2>(),
-        wrow_make<50, 28, 28, 5, 1, WINO_EPI_ANY, false, 2>(),
-        wrow_make<50, 28, 28, 5, 2, WINO_EPI_ANY, false, 2>(),
+        wrow_make<50, 28, 28, 5, 1, WINO_EPI_ANY, true, 2>(), wrow_make<50, 28, 28, 5, 1, WINO_EPI_NONE, false, 2>(),
+        wrow_make<50, 28, 28, 5, 1, WINO_EPI_ANY, false, 2>(), wrow_make<50, 28, 28, 5, 2, WINO_EPI_ANY, false, 2>(),
         wrow_make<12, 72, 72, 7, 2, WINO_EPI_TANH_MAX, true, 1, 1, 3>(),  /* 2018 fall, fused: pixels of its size */
         wrow_make<12, 72, 72, 7, 2, WINO_EPI_TANH_MAX, false, 1, 1, 3>(), /* floats (28 x 28 images upscaled) */
         wrow_make<6, 64, 64, 5, 2, WINO_EPI_TANH_MAX, true, 1, 1, 2>(),   /* 2018 spring */
         wrow_make<6, 64, 64, 5, 2, WINO_EPI_TANH_MAX, false, 1, 2>(),     /* floats: two bands */
-        wrow_make<6, 48, 48, 5, 2, WINO_EPI_TANH_MAX, true, 4, 2,
-                  2>(), /* 2019 spring: two bands, two pairs at a time */
+        /* 2019 spring: two bands, two pairs at a time */
+        wrow_make<6, 48, 48, 5, 2, WINO_EPI_TANH_MAX, true, 4, 2, 2>(),
         wrow_make<6, 48, 48, 5, 2, WINO_EPI_TANH_MAX, false, 4, 2, 2>(),
         wrow_make<6, 48, 48, 5, 1, WINO_EPI_NONE, false, 2, 1, 2>(), /* 2019 spring alone: one band, two pairs */
         wrow_make<6, 64, 64, 5, 1, WINO_EPI_NONE, false, 1, 1, 2>(), /* 2018 spring alone */
