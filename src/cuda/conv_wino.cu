@@ -558,8 +558,10 @@ __global__ void __launch_bounds__(64 * MG, MINB)
  * 0.456. 2018 fall's first layer (1 x 72 x 72 -> 12, K = 7) fused with tanh and 2/2 max pooling on uint8 pixels
  * (2026-11-27 21:58): 1.087 ms against version 6's 1.382 and version 14's 1.455, at 206 registers, one block of
  * 224 threads an SM (two blocks, held to 128 registers and spilling, 1.162). Alone, on floats, it took 1.429 against
- * version 14's 1.288 (its 66 x 66 outputs an image stored as 8-byte words) and has no kernel alone; nor had F(2, 7)
- * (1.26 against 1.28 at best, 17 variants of two designs, 2026-11-26). The other first layers fused (A/B in one call
+ * version 14's 1.288 then (2026-11-27; F(2, 7), 1.26 against 1.28 at best, 17 variants of two designs, 2026-11-26);
+ * with its rows' 8-byte pairs stored whole (st_global.cuh; nvcc had split them into floats) and three pairs of rows
+ * at a time, 0.834 ms against version 14's 1.289 (H200, 2026-11-28 19:35, bench/results/gpu-2026-11-28-s61-ab.log;
+ * two pairs at a time 0.96, one 1.35). The other first layers fused (A/B in one call
  * against versions 6 and 14, bench/ab/conv_one, 2026-11-27 23:42, pixels / floats): 2018 spring's (1 x 64 x 64 -> 6)
  * 0.269 / 0.314 ms against version 6's 0.394 / 0.363; 2019 spring's (48 x 48 -> 6, R = 2) 0.171 / 0.163 against
  * 0.228 / 0.207; 2020's (86 x 86 -> 4, K = 7, ReLU, R = 4) on floats 0.528 against version 14's 0.651 (on pixels not
@@ -600,7 +602,7 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R>::NT, MINB)
     static_assert(K == 5 || K == 7, "F(4, 5) or F(4, 7)");
     static_assert(Ho % (2 * R) == 0 && XB % 4 == 0, "bands of pairs of rows, 4-, 8- or 16-byte copies");
     constexpr int BR = Ho / R, BQ = BR / (2 * Q) * 2 * Q; /* a band's rows; those taken Q pairs at a time */
-    static_assert(P == 2 || (Wo % 4 == 0 && !EDGE), "unpooled rows: whole windows, stored as 16-byte words");
+    static_assert(P == 2 || Wo % 2 == 0, "unpooled rows: 16-byte words, or 8-byte pairs where Wo = 2 mod 4");
     const int act = EPI == WINO_EPI_TANH_MAX ? NC_TANH : EPI == WINO_EPI_NONE ? -1 : act_arg;
     const int pool = EPI == WINO_EPI_TANH_MAX ? NC_MAXPOOL : EPI == WINO_EPI_NONE ? -1 : pool_arg;
     extern __shared__ float4 wino_smem[];
@@ -750,10 +752,17 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R>::NT, MINB)
                         for (int w = 0; w < 2; w++)
                             v[w] = (o[0][2 * w] + o[0][2 * w + 1] + o[1][2 * w] + o[1][2 * w + 1]) / 4.0f;
                         wrow_store_pair<Yw>(&yn[(yq / 2) * Yw + 2 * p], PART ? 2 * p : 0, v[0], v[1]);
-                    } else {
+                    } else if constexpr (Wo % 4 == 0) {
 #pragma unroll
                         for (int i = 0; i < 2; i++)
                             nc_st_global4(&yn[(yq + i) * Yw + 4 * p], o[i][0], o[i][1], o[i][2], o[i][3]);
+                    } else { /* rows 8-byte aligned: two pairs, the last window's second past the row */
+#pragma unroll
+                        for (int i = 0; i < 2; i++) {
+                            float *yr = &yn[(yq + i) * Yw + 4 * p];
+                            nc_st_global2(yr, o[i][0], o[i][1]);
+                            if (!PART || 4 * p + 2 < Wo) nc_st_global2(yr + 2, o[i][2], o[i][3]);
+                        }
                     }
                 }
             }
@@ -796,39 +805,57 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R>::NT, MINB)
  * docs/PERFORMANCE-LOG.md): 2018 fall's second layer fused with tanh and 2/2 max pooling 3.330 -> 2.880 ms, 2020's
  * with ReLU and 4/4 max pooling 1.075 -> 0.818 (version 6: 4.46 and 1.44). 2018 fall's kernel, 480 threads at two
  * blocks an SM, is held to 64 registers and spills 72-80 bytes; one block an SM (128 registers) took 2.98 ms, blocks
- * of a third of the channels (each computing the item's V) 3.44–3.75. Alone (no pooling) F(2, 7) was no faster than
- * version 14 on 2018 fall's layer (5.26 against 5.21 ms) and 2.4 times slower on 2020's: there is no kernel alone.
+ * of a third of the channels (each computing the item's V) 3.44–3.75.
+ *
+ * Alone (P = 1), an item is an image's band of rows with all its windows (BANDS bands an image), and phase 3's lanes
+ * take a row's windows first, so that a warp's stores run along the channel's plane (8-byte pairs where the row's
+ * width is even). F(2, 7) alone had been no faster than version 14 on 2018 fall's layer (5.26 against 5.21 ms) and
+ * 2.4 times slower on 2020's (2026-11-26); F(4, 7) alone with the pooled kernels' items (a window group's every row,
+ * channels first in phase 3: a warp's stores 16 bytes in 32 places) took 4.04 and 2.87-2.99 ms against version 5's
+ * 5.20 and 1.88. With items of whole rows (H200, N = 10000, 2026-11-28 19:30, bench/results/gpu-2026-11-28-s61-ab.log):
+ * 2018 fall's 2.879 ms in three bands of nine rows, seven windows a thread (version 5: 5.211; one band of a window
+ * group, 3.87; rows of three, 4.13), 2020's 1.034 in two bands of 17 rows, three windows a thread (version 5: 1.888;
+ * a band of four windows, 1.44; of three, 1.20). 2020's fused layer in such bands was slower (0.853-1.043 ms
+ * against 0.794).
  */
 
-/* A layer's outputs that count (P = 2 or 4: pooled P/P), its items, its threads and its shared memory (floats). */
-template <int C, int M, int H, int W, int P, int NW, int WT, int CS> struct wr7_geom {
+/* A layer's outputs that count (P = 2 or 4: pooled P/P; P = 1: alone), its items, its threads and its shared memory
+ * (floats). BANDS: the bands of rows an image's items split its rows into (each band's input rows and the six below
+ * them staged, so that an item of a whole row's windows fits shared memory). */
+template <int C, int M, int H, int W, int P, int NW, int WT, int CS, int BANDS = 1> struct wr7_geom {
     static constexpr int OW = 4, NP = 10, RS = 12; /* a window's outputs; its points; P's row stride (16-byte loads) */
     static constexpr int Ho = H - 6, Wo = W - 6, Yh = Ho / P, Yw = Wo / P;
     static constexpr int ROWS = P * Yh, COLS = P * Yw;                               /* outputs that count */
-    static constexpr int NWIN = (COLS + OW - 1) / OW, GROUPS = (NWIN + NW - 1) / NW; /* windows of OW; items an image */
-    static constexpr int RIN = ROWS + 6, XC = OW * NW + 6;        /* input rows and columns an item */
+    static constexpr int NWIN = (COLS + OW - 1) / OW, GROUPS = (NWIN + NW - 1) / NW; /* windows of OW; items a band */
+    static constexpr int BR = ROWS / BANDS, BY = BR / P;          /* output rows a band; pooled rows */
+    static constexpr int RIN = BR + 6, XC = OW * NW + 6;          /* input rows and columns an item */
     static constexpr int XCS = W % 2 ? (RIN * XC) | 1 : RIN * XC; /* X: [c][row][XC]; odd, or even for 8-byte copies */
     static constexpr int CC = C / CS;                             /* input channels a thread */
     static constexpr int VRS = NP * C + 4;                        /* V: [w][row][xi][c] */
-    static constexpr int PS = ROWS * RS + 4; /* P: [w][m][row][xi]; 4 mod 8, so that phase 3's loads spread */
+    /* P: [w][m][row][xi] pooled, [m][w][row][xi] alone (phase 3's lanes: channels first, or windows first); its
+     * planes PS floats apart, 4 mod 8, so that phase 3's loads spread over the banks. */
+    static constexpr int PS = BR * RS + (BR * RS % 8 == 0 ? 4 : 0);
+    /* The plane of window w and output channel m. */
+    static constexpr __device__ int plane(int w, int m) { return P == 1 ? (m * NW + w) * PS : (w * M + m) * PS; }
     static constexpr int NT = NP * CS * M * (NW / WT);
     static constexpr int X_F = (C * XCS + 3) / 4 * 4, V_F = NW * RIN * VRS, P_F = NW * M * PS;
     static constexpr size_t bytes = (size_t)(X_F + V_F + P_F) * sizeof(float);
     static_assert(bytes <= 227 * 1024, "a block's shared memory");
 };
 
-template <int C, int M, int H, int W, int P, int EPI, int NW, int WT, int CS, int R, int MINB>
-__global__ void __launch_bounds__(wr7_geom<C, M, H, W, P, NW, WT, CS>::NT, MINB)
+template <int C, int M, int H, int W, int P, int EPI, int NW, int WT, int CS, int R, int MINB, int BANDS = 1>
+__global__ void __launch_bounds__(wr7_geom<C, M, H, W, P, NW, WT, CS, BANDS>::NT, MINB)
     conv_wino_rows7_kernel(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ k,
                            const float *__restrict__ bias, int B, int act_arg, int pool_arg) {
-    using G = wr7_geom<C, M, H, W, P, NW, WT, CS>;
-    constexpr int NT = G::NT, RIN = G::RIN, XC = G::XC, XCS = G::XCS, PS = G::PS, ROWS = G::ROWS, VRS = G::VRS;
+    using G = wr7_geom<C, M, H, W, P, NW, WT, CS, BANDS>;
+    constexpr int NT = G::NT, RIN = G::RIN, XC = G::XC, XCS = G::XCS, PS = G::PS, BR = G::BR, VRS = G::VRS;
     constexpr int CC = G::CC, GROUPS = G::GROUPS, Yh = G::Yh, Yw = G::Yw, NP = G::NP, RS = G::RS, OW = G::OW;
+    constexpr int BY = G::BY, PW = P == 1 ? PS : M * PS; /* the stride of windows in P */
     constexpr int PO = OW / P; /* a window's pooled outputs a row */
-    static_assert(P == 2 || P == 4, "pooled layers only: alone, version 14 is faster");
+    static_assert(P == 1 || P == 2 || P == 4, "alone, or pooled 2/2 or 4/4");
     static_assert(C % CS == 0 && CC % 2 == 0 && NT % 32 == 0, "V in 8- or 16-byte loads; whole warps");
     static_assert(CS == 1 || CS == 2, "a thread's channels: all, or a half (the other in a lane of its warp)");
-    static_assert(ROWS % R == 0 && NW % WT == 0, "bands; windows");
+    static_assert(G::ROWS % BANDS == 0 && BR % P == 0 && BR % R == 0 && NW % WT == 0, "bands; windows");
     static_assert(G::NWIN % WT <= 1, "a thread's windows past the row: all or all but one");
     static_assert(NW == WT || (NP * CS * M) % 32 == 0, "a warp's threads take the same windows (its shuffles)");
     const int act = EPI == WINO_EPI_TANH_MAX ? NC_TANH : EPI == WINO_EPI_NONE ? -1 : act_arg;
@@ -838,7 +865,8 @@ __global__ void __launch_bounds__(wr7_geom<C, M, H, W, P, NW, WT, CS>::NT, MINB)
     /* A thread's half cs (adjacent lanes), point xi and output channel m; w1, its first window in the item. */
     const int tid = threadIdx.x, cs = tid % CS, xi = tid / CS % NP, m = tid / (NP * CS) % M;
     const int w1 = tid / (NP * CS * M) * WT;
-    const int items = B * GROUPS;
+    const int items = B * BANDS * GROUPS;    /* an item: (image, band, group of windows), the group first */
+    const bool y8 = ((uintptr_t)y & 7) == 0; /* alone, where Wo is even: a window's outputs as 8-byte pairs */
 
     /* U = G g for this thread's point, channel and input channels: each a double sum rounded once. */
     float u[CC][7];
@@ -851,8 +879,9 @@ __global__ void __launch_bounds__(wr7_geom<C, M, H, W, P, NW, WT, CS>::NT, MINB)
     const bool pairs = W % 2 == 0 && ((uintptr_t)x & 7) == 0;
     auto stage = [&](int it) {
         if (it < items) {
-            const int n = it / GROUPS, col0 = (it % GROUPS) * NW * OW;
-            const float *xn = x + (size_t)n * C * H * W; /* an image's offsets fit an int: C H W is a kernel's */
+            const int n = it / (BANDS * GROUPS), col0 = (it % GROUPS) * NW * OW;
+            /* the band's first input row (an image's offsets fit an int: C H W is a kernel's) */
+            const float *xn = x + (size_t)n * C * H * W + (BANDS == 1 ? 0 : it / GROUPS % BANDS * BR * W);
             if (pairs) {
 #pragma unroll 4
                 for (int q = tid; q < C * RIN * XC / 2; q += NT) {
@@ -891,9 +920,9 @@ __global__ void __launch_bounds__(wr7_geom<C, M, H, W, P, NW, WT, CS>::NT, MINB)
     auto phase2 = [&](auto wt) {
         constexpr int T = decltype(wt)::value;
         const float *vw = Vs + w1 * RIN * VRS + xi * C + cs * CC;
-        float *pw = Ps + (w1 * M + m) * PS + xi;
+        float *pw = Ps + G::plane(w1, m) + xi;
 #pragma unroll 1
-        for (int b = 0; b < ROWS / R; b++) {
+        for (int b = 0; b < BR / R; b++) {
             float acc[T][R];
 #pragma unroll
             for (int i = 0; i < R + 6; i++) { /* input row b R + i */
@@ -927,33 +956,67 @@ __global__ void __launch_bounds__(wr7_geom<C, M, H, W, P, NW, WT, CS>::NT, MINB)
                     for (int t = 0; t < T; t++) {
                         float s = acc[t][i - 6];
                         if (CS == 2) s += __shfl_xor_sync(0xffffffffu, s, 1);
-                        if (CS == 1 || cs == 0) pw[t * M * PS + (b * R + i - 6) * RS] = s;
+                        if (CS == 1 || cs == 0) pw[t * PW + (b * R + i - 6) * RS] = s;
                     }
                 }
             }
         }
     };
-    /* Phase 3: A^T, the epilogue and the stores: a unit is a window's PO pooled outputs of a row (its P rows), the
-     * channel first, so that a warp's loads of P spread over the banks. */
+    /* Phase 3: A^T, the epilogue and the stores. Pooled, a unit is a window's PO pooled outputs of a row (its P rows),
+     * the channel first, so that a warp's loads of P spread over the banks; alone, a window's four outputs of a row,
+     * the windows first, so that a warp's stores run along the rows (with a whole row's windows an item, along the
+     * channel's plane). */
     auto phase3 = [&](int it) {
-        constexpr int UNITS = NW * M * Yh;
-        const int n = it / GROUPS, w0 = (it % GROUPS) * NW;
+        const int n = it / (BANDS * GROUPS), w0 = (it % GROUPS) * NW;
+        const int y0 = BANDS == 1 ? 0 : it / GROUPS % BANDS * BY; /* the band's first row of y */
+        if constexpr (P == 1) {
+            constexpr int UNITS = NW * BR * M;
+#pragma unroll 1
+            for (int q = tid; q < UNITS; q += NT) {
+                const int wp = q % NW, r = q / NW % BR, mq = q / (NW * BR);
+                const int col = OW * (w0 + wp); /* the window's first output column */
+                if (col >= G::COLS) continue;   /* a window past the row */
+                const float *pp = Ps + G::plane(wp, mq) + r * RS;
+                const float4 a = *(const float4 *)pp, b = *(const float4 *)(pp + 4);
+                const float2 c = *(const float2 *)(pp + 8);
+                const float t[NP] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w, c.x, c.y};
+                float o[OW];
+                wr10_at(t, o[0], o[1], o[2], o[3]);
+                if (bias) {
+                    const float bm = bias[mq];
+#pragma unroll
+                    for (int j = 0; j < OW; j++) o[j] += bm;
+                }
+                nc_act_n(act, o);
+                float *yr = y + (((size_t)n * M + mq) * Yh + y0 + r) * Yw + col;
+                if (Yw % 2 == 0 && y8) { /* rows 8-byte aligned: two pairs, the last window's second past the row */
+                    nc_st_global2(yr, o[0], o[1]);
+                    if (col + 2 < Yw) nc_st_global2(yr + 2, o[2], o[3]);
+                } else {
+#pragma unroll
+                    for (int j = 0; j < OW; j++)
+                        if (col + j < Yw) yr[j] = o[j];
+                }
+            }
+            return;
+        }
+        constexpr int UNITS = NW * M * BY;
 #pragma unroll 1
         for (int q = tid; q < UNITS; q += NT) {
-            const int mq = q % M, r = (q / M) % Yh, wp = q / (Yh * M);
+            const int mq = q % M, r = (q / M) % BY, wp = q / (BY * M);
             const int col = OW * (w0 + wp); /* the window's first output column */
             if (col >= G::COLS) break;      /* windows past the row (units go by window last) */
             float o[P][OW];
 #pragma unroll
             for (int i = 0; i < P; i++) {
-                const float *pp = Ps + (wp * M + mq) * PS + (r * P + i) * RS;
+                const float *pp = Ps + G::plane(wp, mq) + (r * P + i) * RS;
                 const float4 a = *(const float4 *)pp, b = *(const float4 *)(pp + 4);
                 const float2 c = *(const float2 *)(pp + 8);
                 const float t[NP] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w, c.x, c.y};
                 wr10_at(t, o[i][0], o[i][1], o[i][2], o[i][3]);
             }
             const float bm = bias ? bias[mq] : 0.0f;
-            float *yr = y + (((size_t)n * M + mq) * Yh + r) * Yw + col / P;
+            float *yr = y + (((size_t)n * M + mq) * Yh + y0 + r) * Yw + col / P;
             if (pool == NC_MAXPOOL) {
 #pragma unroll
                 for (int p = 0; p < PO; p++) {
@@ -1043,10 +1106,10 @@ template <int C, int H, int W, int M, int MG, int P, int EPI, int MINB> static w
                       &fit};
 }
 
-template <int C, int H, int W, int M, int P, int EPI, int NW, int WT, int CS, int R, int MINB>
+template <int C, int H, int W, int M, int P, int EPI, int NW, int WT, int CS, int R, int MINB, int BANDS = 1>
 static wino_entry wr7_make() {
     static wino_fit fit;
-    using G = wr7_geom<C, M, H, W, P, NW, WT, CS>;
+    using G = wr7_geom<C, M, H, W, P, NW, WT, CS, BANDS>;
     return wino_entry{C,
                       H,
                       W,
@@ -1054,18 +1117,18 @@ static wino_entry wr7_make() {
                       7,
                       P,
                       EPI,
-                      G::GROUPS,
+                      BANDS * G::GROUPS,
                       G::NT,
                       G::bytes,
-                      conv_wino_rows7_kernel<C, M, H, W, P, EPI, NW, WT, CS, R, MINB>,
+                      conv_wino_rows7_kernel<C, M, H, W, P, EPI, NW, WT, CS, R, MINB, BANDS>,
                       &fit};
 }
 
 /* The kernels: the zoo's K = 5 second layers alone and as their networks fuse them, each also for any other
  * epilogue (MG = 2 measured faster than 4 on each; docs/PERFORMANCE-LOG.md, 2026-11-26); its K = 7 second layers as
  * their networks fuse them (2018 fall's also for any other activation and 2/2 pooling, 2020's for any activation
- * and 4/4 pooling; none alone, see above). NW, WT, CS and R were chosen among 3 to 6 variants each
- * (docs/PERFORMANCE-LOG.md, 2026-11-27 21:20-21:40). */
+ * and 4/4 pooling) and alone (no epilogue: as the bench times a layer alone). NW, WT, CS, R and BANDS were chosen
+ * among 3 to 6 variants each (docs/PERFORMANCE-LOG.md, 2026-11-27 21:20-21:40 and 2026-11-28 19:20-19:35). */
 static const wino_entry *wino_for(int C, int H, int W, int M, int K, const nc_conv_epilogue *e) {
     static const wino_entry kernels[] = {
         wino_make<12, 33, 33, 24, 2, 2, WINO_EPI_TANH_MAX, 2>(), /* 2019 fall, fused */
@@ -1080,7 +1143,9 @@ static const wino_entry *wino_for(int C, int H, int W, int M, int K, const nc_co
         wino_make<6, 30, 30, 16, 2, 1, WINO_EPI_ANY, 3>(),
         wr7_make<12, 33, 33, 24, 2, WINO_EPI_TANH_MAX, 1, 1, 2, 26, 2>(), /* 2018 fall, fused */
         wr7_make<12, 33, 33, 24, 2, WINO_EPI_ANY, 1, 1, 2, 26, 2>(),
-        wr7_make<4, 40, 40, 16, 4, WINO_EPI_ANY, 4, 1, 1, 32, 1>(), /* 2020, fused (ReLU, 4/4 max pooling) */
+        wr7_make<4, 40, 40, 16, 4, WINO_EPI_ANY, 4, 1, 1, 32, 1>(),     /* 2020, fused (ReLU, 4/4 max pooling) */
+        wr7_make<12, 33, 33, 24, 1, WINO_EPI_NONE, 7, 7, 2, 9, 1, 3>(), /* 2018 fall, alone: three bands */
+        wr7_make<4, 40, 40, 16, 1, WINO_EPI_NONE, 9, 3, 1, 17, 1, 2>(), /* 2020, alone: two bands */
     };
     if ((K != 5 && K != 7) || !nc_conv_direct_fuses(e, K)) return nullptr;
     const int P = e->pool < 0 ? 1 : e->P;
@@ -1130,8 +1195,9 @@ static wrow_entry wrow_make() {
  * H200, B 10000, 0.1731 and 0.3066 ms against version 13's 0.2238 and 0.3900; two bands, or one pair at a time,
  * 0.1874-0.2003 and 0.3071-0.3222; bench/results/gpu-2026-11-28-s60-ab.log); 2020's, 1 x 86 x 86 -> 4, K = 7, with
  * any activation and 2/2 pooling (its network: ReLU), and alone on floats (four bands, two pairs at a time: 0.4713 ms
- * against version 14's 0.6545; two bands 0.5763, one 0.6751; 2018 fall's 66 outputs a row are no whole number of
- * windows of four, which the unpooled rows need). Fused, each on pixels (images of its size) or floats (the
+ * against version 14's 0.6545; two bands 0.5763, one 0.6751). 2018 fall's alone on floats too, its 66 outputs a row
+ * 16 windows and a half stored as 8-byte pairs (one band, three pairs at a time: 0.834 ms against version 14's
+ * 1.289; bench/results/gpu-2026-11-28-s61-ab.log). Fused, each on pixels (images of its size) or floats (the
  * 28 x 28 test images, which the network upscales). The tuner times a fused first layer in both forms, and the run
  * takes the pick of the form it gives (src/cuda/backend_cuda.cu); a form version 15 does not take runs on version 14.
  * The zoo's networks run no first layer alone; the bench times each so. */
@@ -1152,7 +1218,8 @@ static const wrow_entry *wrow_for(int H, int W, int M, int K, const nc_conv_epil
         wrow_make<6, 64, 64, 5, 1, WINO_EPI_NONE, false, 1, 1, 2>(), /* 2018 spring alone */
         wrow_make<4, 86, 86, 7, 2, WINO_EPI_ANY, true, 1, 4, 2>(),   /* 2020 (ReLU): four bands */
         wrow_make<4, 86, 86, 7, 2, WINO_EPI_ANY, false, 1, 4, 2>(),
-        wrow_make<4, 86, 86, 7, 1, WINO_EPI_NONE, false, 1, 4, 2>(), /* 2020 alone */
+        wrow_make<4, 86, 86, 7, 1, WINO_EPI_NONE, false, 1, 4, 2>(),  /* 2020 alone */
+        wrow_make<12, 72, 72, 7, 1, WINO_EPI_NONE, false, 1, 1, 3>(), /* 2018 fall alone: three pairs at a time */
     };
     if ((K != 5 && K != 7) || !nc_conv_direct_fuses(e, K) || (e->pool >= 0 && e->P != 2)) return nullptr;
     const int P = e->pool < 0 ? 1 : 2;
@@ -1197,8 +1264,8 @@ int nc_conv_launch_wino_fused(float *y, const float *x, const uint8_t *x_u8, con
         return nc_fail(
             err, NC_ERR_ARG,
             "conv version 15 (winograd) does not take %s C = %d, %dx%d, M = %d, K = %d, pool %d/%d: it has "
-            "kernels for the zoo's first layers but 2019 fall's, its K = 5 second layers and its K = 7 ones as "
-            "their networks fuse them only (version 14 takes any)",
+            "kernels for the zoo's layers as their networks fuse them and alone on float input only, and none "
+            "for 2019 fall's first layer (version 14 takes any)",
             x_u8 ? "uint8 pixels," : "float input,", C, H, W, M, K, e->pool < 0 ? 1 : e->P, e->pool < 0 ? 1 : e->S);
     if (B <= 0) return NC_OK;
     int blocks = 0;

@@ -235,15 +235,15 @@ static void check_at_offset(const char *what, const float *dy, const float *ref,
 /* One layer alone (K = 5) through launch_alone with each of rows = r0..r1 (3: version 15), y offset by 0..3 floats
  * (check_at_offset: close to the reference, the words around the output untouched, the same bits at every offset
  * and for every rows). */
-static void unpooled_stores_case(int B, int C, int H, int W, int M, int r0, int r1) {
-    const int K = 5, Ho = H - K + 1, Wo = W - K + 1;
+static void unpooled_stores_case(int B, int C, int H, int W, int M, int K, int r0, int r1) {
+    const int Ho = H - K + 1, Wo = W - K + 1;
     conv_data d = conv_data_make(B, C, H, W, M, K, 0.2f, 1, 8);
     const size_t ny = d.ny;
     float *first = NULL;
     for (int rows = r0; rows <= r1; rows++)
         for (int at = 0; at < 4; at++) {
             char what[128];
-            snprintf(what, sizeof what, "unpooled stores C %d Ho %d Wo %d M %d%s, y + %d floats", C, Ho, Wo, M,
+            snprintf(what, sizeof what, "unpooled stores C %d Ho %d Wo %d M %d K %d%s, y + %d floats", C, Ho, Wo, M, K,
                      rows == 1   ? " rows of four"
                      : rows == 2 ? " two rows of four"
                      : rows == 3 ? " version 15"
@@ -276,7 +276,7 @@ static void test_unpooled_stores(void) {
             const nc_conv_epilogue alone = {-1, -1, 1, 1};
             CHECK(nc_conv_directc_takes(C, H, W, M, 5, &alone) == (C > 1));
             /* rows (C = 1): 2 x 2 patches, version 13's rows of four, version 14's two rows of four */
-            unpooled_stores_case(3, C, H, W, M, 0, C == 1 ? 2 : 0);
+            unpooled_stores_case(3, C, H, W, M, 5, 0, C == 1 ? 2 : 0);
         }
 }
 
@@ -424,17 +424,19 @@ static void test_versions(void) {
 }
 
 /* Version 15 (conv_wino.cu) on every layer it has a kernel for (the zoo's K = 5 second layers, alone and pooled 2/2;
- * its K = 7 second layers pooled as their networks run them; 2017's first layer, on pixels and floats, below), with
- * every activation, max and average pooling or none, with and without bias, alone and through the fused launcher
- * (test_fused_case, which also checks versions 6 and 14 there): a few images, and more items than blocks, so that
- * each block's copy of its next item runs behind the one it computes. Its tiles overhang the outputs that count on
- * 2019 spring's layer (18 of 20 columns and rows) and 2018 spring's (26 of 28), where the input past the image is
- * read as zeros; on 2018 fall's K = 7 layer the last item of a row has one window of two, the other past it. */
+ * its K = 7 second layers pooled as their networks run them, and alone, an item a band of whole rows; 2017's first
+ * layer, on pixels and floats, below), with every activation, max and average pooling or none, with and without bias,
+ * alone and through the fused launcher (test_fused_case, which also checks versions 6 and 14 there): a few images,
+ * and more items than blocks, so that each block's copy of its next item runs behind the one it computes. Its tiles
+ * overhang the outputs that count on 2019 spring's layer (18 of 20 columns and rows) and 2018 spring's (26 of 28),
+ * where the input past the image is read as zeros; on 2018 fall's K = 7 layer pooled the last item of a row has one
+ * window of two, the other past it, and alone the last window of a row has three outputs that count. */
 static void test_winograd(void) {
     static const struct {
         int C, H, W, M, K, P;
-    } layers[] = {{12, 33, 33, 24, 5, 2}, {12, 33, 33, 24, 5, 1}, {6, 22, 22, 16, 5, 2}, {6, 22, 22, 16, 5, 1},
-                  {6, 30, 30, 16, 5, 1},  {12, 33, 33, 24, 7, 2}, {4, 40, 40, 16, 7, 4}};
+    } layers[] = {{12, 33, 33, 24, 5, 2}, {12, 33, 33, 24, 5, 1}, {6, 22, 22, 16, 5, 2},
+                  {6, 22, 22, 16, 5, 1},  {6, 30, 30, 16, 5, 1},  {12, 33, 33, 24, 7, 2},
+                  {4, 40, 40, 16, 7, 4},  {12, 33, 33, 24, 7, 1}, {4, 40, 40, 16, 7, 1}};
     const int acts[4] = {-1, NC_TANH, NC_RELU, NC_SIGMOID};
     for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++) {
         const int C = layers[i].C, H = layers[i].H, W = layers[i].W, M = layers[i].M, K = layers[i].K, P = layers[i].P;
@@ -460,6 +462,8 @@ static void test_winograd(void) {
     test_case(200, 12, 33, 33, 24, 5, 0);                                  /* 2019 fall, alone */
     test_fused_case(300, 12, 33, 33, 24, 7, 1, NC_TANH, NC_MAXPOOL, 2, 0); /* 2018 fall */
     test_fused_case(700, 4, 40, 40, 16, 7, 1, NC_RELU, NC_MAXPOOL, 4, 0);  /* 2020 */
+    test_case(300, 12, 33, 33, 24, 7, 1);                                  /* 2018 fall, alone */
+    test_case(300, 4, 40, 40, 16, 7, 0);                                   /* 2020, alone */
     /* 2020's input copied two floats at a time where x is 8-byte aligned, one at a time where it is not; so the
      * K = 5 layers of even W (2019 fall's W is odd: a float at a time). */
     for (int i = 0; i < 3; i++) test_fused_case(30, 4, 40, 40, 16, 7, 1, NC_RELU, NC_MAXPOOL, 4, -1);
@@ -470,8 +474,10 @@ static void test_winograd(void) {
     /* What it does not take, it says (and the backend runs version 14 there). */
     const nc_conv_epilogue tanh_max2 = {NC_TANH, NC_MAXPOOL, 2, 2}, relu_max4 = {NC_RELU, NC_MAXPOOL, 4, 4};
     const nc_conv_epilogue none = {-1, -1, 1, 1};
-    CHECK(!nc_conv_wino_takes(12, 33, 33, 24, 7, &none, 0)); /* K = 7 alone: version 14 is faster there */
-    CHECK(!nc_conv_wino_takes(4, 40, 40, 16, 7, &none, 0));
+    const nc_conv_epilogue relu = {NC_RELU, -1, 1, 1};
+    CHECK(!nc_conv_wino_takes(12, 33, 33, 24, 7, &relu, 0)); /* K = 7 unpooled: alone only */
+    CHECK(!nc_conv_wino_takes(4, 40, 40, 16, 7, &relu, 0));
+    CHECK(nc_conv_wino_takes(4, 40, 40, 16, 7, &none, 0));
     CHECK(!nc_conv_wino_takes(12, 33, 33, 24, 7, &relu_max4, 0)); /* 2018 fall's layer pooled 4/4 */
     CHECK(!nc_conv_wino_takes(4, 40, 40, 16, 7, &tanh_max2, 0));  /* 2020's pooled 2/2 */
     CHECK(!nc_conv_wino_takes(12, 33, 33, 20, 7, &tanh_max2, 0)); /* other output channels */
@@ -505,14 +511,18 @@ static void test_winograd(void) {
     test_fused_case(7, 1, 28, 28, 50, 5, 0, -1, -1, 1, -1);             /* floats 1 to 3 past */
     test_fused_case(1500, 1, 28, 28, 50, 5, 1, NC_TANH, NC_MAXPOOL, 2, 1);
     test_case(700, 1, 28, 28, 50, 5, 1);
-    /* 2018 fall's first layer, F(4, 7) along the rows: fused as its network runs it (tanh, 2/2 max pooling) only, on
-     * pixels or floats (the network upscales 28 x 28 images as floats). Its 66 outputs a row are 16 windows and a
-     * half (the last window's input past the image read as zeros, its outputs past the row not stored), its pooled
-     * rows of 33 stored a float at a time. */
+    /* 2018 fall's first layer, F(4, 7) along the rows: fused as its network runs it (tanh, 2/2 max pooling), on pixels
+     * or floats (the network upscales 28 x 28 images as floats), and alone on floats. Its 66 outputs a row are 16
+     * windows and a half (the last window's input past the image read as zeros, its outputs past the row not
+     * stored), its pooled rows of 33 stored a float at a time, its unpooled rows as 8-byte pairs. */
     CHECK(nc_conv_wino_takes(1, 72, 72, 12, 7, &tanh_max2, 1));
     CHECK(nc_conv_wino_takes(1, 72, 72, 12, 7, &tanh_max2, 0));
-    CHECK(!nc_conv_wino_takes(1, 72, 72, 12, 7, &alone, 0)); /* alone: version 14 is faster */
+    CHECK(nc_conv_wino_takes(1, 72, 72, 12, 7, &alone, 0));
+    CHECK(!nc_conv_wino_takes(1, 72, 72, 12, 7, &alone, 1)); /* pixels alone: version 13 or 14 */
     CHECK(!nc_conv_wino_takes(1, 72, 72, 12, 7, &avg2, 1));  /* no kernel for other epilogues */
+    test_case(rand_int(1, 3), 1, 72, 72, 12, 7, rand_int(0, 1)); /* alone: a few images, more than blocks, x 1 to 3 */
+    test_case(300, 1, 72, 72, 12, 7, 1);                         /* floats past 16 bytes */
+    test_fused_case(5, 1, 72, 72, 12, 7, 0, -1, -1, 1, -1);
     for (int b = 0; b <= 1; b++)
         for (int u8 = 0; u8 <= 1; u8++)
             test_fused_case(rand_int(1, 3), 1, 72, 72, 12, 7, b, NC_TANH, NC_MAXPOOL, 2, u8);
@@ -567,15 +577,20 @@ static void test_winograd(void) {
 
 /* Version 15's unpooled stores (2018 spring's and 2019 spring's layers alone): a row of tiles' outputs go through
  * shared memory and out as each channel's rows, 8 bytes a lane where y is 8-byte aligned, else a float at a time;
- * 2019 fall's layer alone (whose shared memory holds no room for them) stores each tile's outputs itself. y offset by
- * 0..3 floats, more items than blocks: close to the reference, the same bits at every offset, and the words before and
- * after the output untouched. */
+ * 2019 fall's layer alone (whose shared memory holds no room for them) stores each tile's outputs itself. The K = 7
+ * second layers alone: a window's four outputs of a row as two 8-byte pairs where the rows' width is even (2020's 34,
+ * its last window's second pair past the row) and y 8-byte aligned, else a float at a time (2018 fall's 27, the last
+ * window's fourth past the row). y offset by 0..3 floats, more items than blocks: close to the reference, the same
+ * bits at every offset, and the words before and after the output untouched. */
 static void test_winograd_unpooled_stores(void) {
-    static const int layers[][4] = {{6, 30, 30, 16}, {6, 22, 22, 16}, {12, 33, 33, 24}}; /* C, H, W, M */
-    for (int l = 0; l < 3; l++) {
+    static const int layers[][5] = {
+        {6, 30, 30, 16, 5}, {6, 22, 22, 16, 5}, {12, 33, 33, 24, 5}, {4, 40, 40, 16, 7}, {12, 33, 33, 24, 7},
+    }; /* C, H, W, M, K */
+    for (int l = 0; l < 5; l++) {
         const nc_conv_epilogue alone = {-1, -1, 1, 1};
-        CHECK(nc_conv_wino_takes(layers[l][0], layers[l][1], layers[l][2], layers[l][3], 5, &alone, 0));
-        unpooled_stores_case(100, layers[l][0], layers[l][1], layers[l][2], layers[l][3], 3, 3);
+        const int C = layers[l][0], H = layers[l][1], W = layers[l][2], M = layers[l][3], K = layers[l][4];
+        CHECK(nc_conv_wino_takes(C, H, W, M, K, &alone, 0));
+        unpooled_stores_case(100, C, H, W, M, K, 3, 3);
     }
 }
 
