@@ -133,21 +133,25 @@ if os.path.exists(wout):
                       f"{WSHAPE}: version {v} {'fused' if fused_row else 'alone'}: one fp32 row expected, got {mine}")
             for r in mine:
                 positive(r, ["ms", "flops", "floor_ms", "floor_share"], f"{WSHAPE} version {v}")
-# Version 15 on 2020's second layer (K = 7): a kernel fused as its network runs it, none alone: one fused row, and
-# the reason for the other.
-NSHAPE = "4x40x40:16x7+relu+maxpool4"
-nout = os.path.join(tmp, "nowino.json")
-p = bench(["--shape", NSHAPE, "-n", "100", "--reps", "3", "--versions", "15", "--json", nout])
-chk.check(p.returncode == 0 and os.path.exists(nout), f"--shape {NSHAPE}: exit {p.returncode}: {p.stderr}")
-if os.path.exists(nout):
+# Version 15 on 2020's second layer (K = 7): kernels alone and fused as its network runs it, one fp32 row each; on
+# 2019 fall's first layer none (version 14 runs it): no row, and the reason for each form.
+NSHAPE, XSHAPE = "4x40x40:16x7+relu+maxpool4", "1x70x70:12x5+tanh+maxpool2"
+for shape, rows in ((NSHAPE, 2), (XSHAPE, 0)):
+    nout = os.path.join(tmp, "wino7.json")
+    p = bench(["--shape", shape, "-n", "100", "--reps", "3", "--versions", "15", "--json", nout])
+    chk.check(p.returncode == 0 and os.path.exists(nout), f"--shape {shape}: exit {p.returncode}: {p.stderr}")
+    if not os.path.exists(nout):
+        continue
     with open(nout) as f:
         ndoc = json.load(f)
+    os.remove(nout)
     mine = [r for r in ndoc.get("layers", []) if r.get("version_number") == 15]
-    why = [r.get("reason") for r in ndoc.get("not_taken", []) if r.get("version_number") == 15]
-    chk.check(len(mine) == 1 and mine[0].get("fused") and mine[0].get("precision") == "fp32",
-              f"version 15 on {NSHAPE}: one fused fp32 row expected, got {mine}")
-    chk.check(len(why) == 1 and "version 15" in (why[0] or ""),
-              f"version 15 on {NSHAPE} alone: not taken, with its reason (reasons {why})")
+    why = [r.get("reason") or "" for r in ndoc.get("not_taken", []) if r.get("version_number") == 15]
+    chk.check(len(mine) == rows and sorted(bool(r.get("fused")) for r in mine) == [False, True][:rows] and
+              all(r.get("precision") == "fp32" for r in mine),
+              f"version 15 on {shape}: {rows} fp32 rows expected (alone, fused), got {mine}")
+    chk.check(len(why) == 2 - rows and all("version 15" in w for w in why),
+              f"version 15 on {shape}: {2 - rows} forms not taken, with their reasons, expected (reasons {why})")
 
 # ------------------------------------------------------------------ 2. a model
 data = ncpy.data_dir()

@@ -673,7 +673,8 @@ int main(void) {
     /* NC_GPU_TEST_QUICK=1 (tools/gpu_suite.sh, under compute-sanitizer's memcheck, racecheck and synccheck):
      * conv_directc.cu's cp.async rings and team barriers, with more items than teams, on the zoo's second layers'
      * shapes and a small one, its unpooled stores at every alignment and its two plane copies; conv_direct.cu's copies
-     * of a block's next item, pixels aligned or not, and floats; version 15's unpooled stores at every alignment. */
+     * of a block's next item, pixels aligned or not, and floats; version 15's unpooled stores at every alignment (the
+     * K = 7 second layers alone among them: bands of whole rows). */
     const char *quick_env = getenv("NC_GPU_TEST_QUICK");
     if (quick_env && *quick_env == '1') {
         test_fused_case(1500, 1, 28, 28, 50, 5, 1, NC_TANH, NC_MAXPOOL, 2, 1);
@@ -695,6 +696,7 @@ int main(void) {
         test_fused_case(400, 1, 72, 72, 12, 7, 0, NC_TANH, NC_MAXPOOL, 2, 1); /* F(4, 7)'s rows, cp.async */
         test_fused_case(50, 1, 72, 72, 12, 7, 0, NC_TANH, NC_MAXPOOL, 2, 3);  /* and plain loads */
         test_fused_case(50, 1, 72, 72, 12, 7, 0, NC_TANH, NC_MAXPOOL, 2, -1); /* floats, plain loads */
+        test_fused_case(300, 1, 72, 72, 12, 7, 1, -1, -1, 1, 0);              /* alone, rows of 8-byte pairs */
         test_fused_case(300, 4, 40, 40, 16, 7, 1, NC_RELU, NC_MAXPOOL, 4, -1); /* K = 7's, copies of 1 or 2 floats */
         test_unpooled_stores();
         test_winograd_unpooled_stores();
