@@ -787,7 +787,7 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R>::NT, MINB)
  * simulation of the two layers, is about 5 and 7 times the direct fp32 sum's (mean error; F(2, 7), which this
  * kernel ran until 2026-11-27, 2.3 and 3 times; docs/PERFORMANCE-LOG.md, 2026-11-27 21:20).
  *
- * A block takes items in turn, each an image's group of NW windows (all its rows):
+ * A block takes items in turn, each an image's group of NW windows (all its rows; alone, its band of rows, below):
  *   - the item's input columns (4 NW + 6, zeros past the image) of the rows that count are copied into shared memory
  *     by cp.async while the block computes the item before;
  *   - phase 1: B^T of every (window, channel, row), into V[window][row][xi][channel];
@@ -796,9 +796,9 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R>::NT, MINB)
  *     double rounded once) in registers for the block's life, and walks down the rows a band of R output rows at a
  *     time: each input row's V (16- or 8-byte loads that a warp's output channels share) feeds the seven output rows
  *     it reaches, C / CS multiply-adds each and window; an output row done goes to P[window][m][row][xi];
- *   - phase 3: for each unit of a window's pooled outputs in a row (two under 2/2 pooling, one under 4/4), A^T of its
- *     rows, bias, activation (after the maximum under max pooling), pooling, the stores; the next item's phase 1 in
- *     the same interval between barriers.
+ *   - phase 3: for each unit of a window's pooled outputs in a row (two under 2/2 pooling, one under 4/4; alone, its
+ *     four outputs), A^T of its rows, bias, activation (after the maximum under max pooling), pooling, the stores;
+ *     the next item's phase 1 in the same interval between barriers.
  * Two barriers an item. The sums are in a fixed order: the same bits on every run.
  *
  * Measured against F(2, 7) in one call (bench/ab/conv_one, H100, N = 10000, 2026-11-27 21:35,
