@@ -835,8 +835,9 @@ template <int C, int M, int H, int W, int P, int NW, int WT, int CS, int BANDS =
     /* P: [w][m][row][xi] pooled, [m][w][row][xi] alone (phase 3's lanes: channels first, or windows first); its
      * planes PS floats apart, 4 mod 8, so that phase 3's loads spread over the banks. */
     static constexpr int PS = BR * RS + (BR * RS % 8 == 0 ? 4 : 0);
-    /* The plane of window w and output channel m. */
+    /* The plane of window w and output channel m; the stride of windows. */
     static constexpr __device__ int plane(int w, int m) { return P == 1 ? (m * NW + w) * PS : (w * M + m) * PS; }
+    static constexpr int PW = P == 1 ? PS : M * PS;
     static constexpr int NT = NP * CS * M * (NW / WT);
     static constexpr int X_F = (C * XCS + 3) / 4 * 4, V_F = NW * RIN * VRS, P_F = NW * M * PS;
     static constexpr size_t bytes = (size_t)(X_F + V_F + P_F) * sizeof(float);
@@ -848,9 +849,9 @@ __global__ void __launch_bounds__(wr7_geom<C, M, H, W, P, NW, WT, CS, BANDS>::NT
     conv_wino_rows7_kernel(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ k,
                            const float *__restrict__ bias, int B, int act_arg, int pool_arg) {
     using G = wr7_geom<C, M, H, W, P, NW, WT, CS, BANDS>;
-    constexpr int NT = G::NT, RIN = G::RIN, XC = G::XC, XCS = G::XCS, PS = G::PS, BR = G::BR, VRS = G::VRS;
+    constexpr int NT = G::NT, RIN = G::RIN, XC = G::XC, XCS = G::XCS, BR = G::BR, VRS = G::VRS;
     constexpr int CC = G::CC, GROUPS = G::GROUPS, Yh = G::Yh, Yw = G::Yw, NP = G::NP, RS = G::RS, OW = G::OW;
-    constexpr int BY = G::BY, PW = P == 1 ? PS : M * PS; /* the stride of windows in P */
+    constexpr int BY = G::BY, PW = G::PW;
     constexpr int PO = OW / P; /* a window's pooled outputs a row */
     static_assert(P == 1 || P == 2 || P == 4, "alone, or pooled 2/2 or 4/4");
     static_assert(C % CS == 0 && CC % 2 == 0 && NT % 32 == 0, "V in 8- or 16-byte loads; whole warps");
@@ -966,6 +967,12 @@ __global__ void __launch_bounds__(wr7_geom<C, M, H, W, P, NW, WT, CS, BANDS>::NT
      * the channel first, so that a warp's loads of P spread over the banks; alone, a window's four outputs of a row,
      * the windows first, so that a warp's stores run along the rows (with a whole row's windows an item, along the
      * channel's plane). */
+    auto at_row = [&](const float *pp, float (&o)[OW]) { /* A^T of the ten points of P at pp */
+        const float4 a = *(const float4 *)pp, b = *(const float4 *)(pp + 4);
+        const float2 c = *(const float2 *)(pp + 8);
+        const float t[NP] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w, c.x, c.y};
+        wr10_at(t, o[0], o[1], o[2], o[3]);
+    };
     auto phase3 = [&](int it) {
         const int n = it / (BANDS * GROUPS), w0 = (it % GROUPS) * NW;
         const int y0 = BANDS == 1 ? 0 : it / GROUPS % BANDS * BY; /* the band's first row of y */
@@ -976,12 +983,8 @@ __global__ void __launch_bounds__(wr7_geom<C, M, H, W, P, NW, WT, CS, BANDS>::NT
                 const int wp = q % NW, r = q / NW % BR, mq = q / (NW * BR);
                 const int col = OW * (w0 + wp); /* the window's first output column */
                 if (col >= G::COLS) continue;   /* a window past the row */
-                const float *pp = Ps + G::plane(wp, mq) + r * RS;
-                const float4 a = *(const float4 *)pp, b = *(const float4 *)(pp + 4);
-                const float2 c = *(const float2 *)(pp + 8);
-                const float t[NP] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w, c.x, c.y};
                 float o[OW];
-                wr10_at(t, o[0], o[1], o[2], o[3]);
+                at_row(Ps + G::plane(wp, mq) + r * RS, o);
                 if (bias) {
                     const float bm = bias[mq];
 #pragma unroll
@@ -1008,13 +1011,7 @@ __global__ void __launch_bounds__(wr7_geom<C, M, H, W, P, NW, WT, CS, BANDS>::NT
             if (col >= G::COLS) break;      /* windows past the row (units go by window last) */
             float o[P][OW];
 #pragma unroll
-            for (int i = 0; i < P; i++) {
-                const float *pp = Ps + G::plane(wp, mq) + (r * P + i) * RS;
-                const float4 a = *(const float4 *)pp, b = *(const float4 *)(pp + 4);
-                const float2 c = *(const float2 *)(pp + 8);
-                const float t[NP] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w, c.x, c.y};
-                wr10_at(t, o[i][0], o[i][1], o[i][2], o[i][3]);
-            }
+            for (int i = 0; i < P; i++) at_row(Ps + G::plane(wp, mq) + (r * P + i) * RS, o[i]);
             const float bm = bias ? bias[mq] : 0.0f;
             float *yr = y + (((size_t)n * M + mq) * Yh + y0 + r) * Yw + col / P;
             if (pool == NC_MAXPOOL) {
