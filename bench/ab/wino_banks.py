@@ -5,6 +5,8 @@ index arithmetic, to try a layout before building it. The counts conv_wino.cu's 
 
     python3 bench/ab/wino_banks.py               (the zoo's three K = 5 second layers, as the tree lays them out)
     python3 bench/ab/wino_banks.py --before      (and as before 53de28b: A's rows JN apart, V unswizzled, O unpadded)
+    python3 bench/ab/wino_banks.py --no-rows     (and without the ROWS layout of 2019 spring's layer, as before
+                                                  2026-11-28 21:00)
 
 The model: a warp instruction's lanes split into groups by access size (32 lanes of 4 bytes, 16 of 8, 8 of 16);
 each group costs as many wavefronts as the most distinct 4-byte words any one bank holds among its lanes'. That is
@@ -31,13 +33,19 @@ def wavefronts(lanes):
     return total
 
 
-def count(C, M, MG, H, W, MINB, before=False):
+def count(C, M, MG, H, W, MINB, before=False, rows_off=False):
     NT, TW = 64 * MG, (W - 4 + 3) // 4
     Yw = W - 4
-    JN, CP = 4 * TW + 4, (C + 3) // 4 * 4
-    VSTR = TW * CP if TW * CP % 8 == 4 else TW * CP + 4
-    ARS = JN if before else JN + 2
-    ASTR = 8 * ARS + 3
+    # ROWS (wino_layout): a row of tiles' (channel, tile) pairs fit in a warp
+    ROWS = C * TW <= 32 and C % 2 == 0 and not before and not rows_off
+    JN, CP = 4 * TW + 4, C if ROWS else (C + 3) // 4 * 4
+    XCS = 8 * JN + JN % 32 if ROWS else 8 * JN
+    if CP % 4 == 0:
+        VSTR = TW * CP if TW * CP % 8 == 4 else TW * CP + 4
+    else:
+        VSTR = TW * CP if TW * CP % 4 == 2 else TW * CP + 2
+    ARS = JN if before else (JN + 3) // 4 * 4 if ROWS else JN + 2
+    ASTR = 8 * ARS + (4 * TW - 8 * ARS) % 32 if ROWS else 8 * ARS + 3
     PSTR = 68
     RS = Yw if before else 4 * TW
     CS = 4 * Yw if before else 4 * (RS + ((TW - RS) % 8 + 8) % 8)
@@ -46,7 +54,7 @@ def count(C, M, MG, H, W, MINB, before=False):
     out = {}
 
     def vslot(t, c):
-        return c ^ (t & 4) if CP == 8 and not before else c
+        return c ^ (t & 4) if CP == 8 and not before and not ROWS else c
 
     def phase(name, N, unit, reverse=False):
         """Units 0..N-1 a thread at a time (wino_units); unit(q) gives the thread's accesses in program order, as
@@ -70,21 +78,38 @@ def count(C, M, MG, H, W, MINB, before=False):
         t = q % 8 if T8 else q // C % TW
         return c, t, q // (C * TP)
 
-    phase('1a: X loads', C * JN, lambda q: [((q // JN * 8 + r) * JN + q % JN, 1) for r in range(8)], True)
+    phase('1a: X loads', C * JN, lambda q: [(q // JN * XCS + r * JN + q % JN, 1) for r in range(8)], True)
     phase('1a: A stores', C * JN, lambda q: [(q // JN * ASTR + r * ARS + q % JN, 1) for r in range(8)], True)
+    if ROWS:  # a warp a row of A, its lanes (c, t), t first; A read 16 bytes at a time
+        def p1b(q):
+            e = q % 32
+            return (e // TW, e % TW, q // 32) if e < C * TW else (0, TW, 0)
+        N1b = 8 * 32
+    else:
+        N1b = C * TP * 8
+
     def a_loads(q):
         c, t, r = p1b(q)
-        return [] if t >= TW else [(c * ASTR + r * ARS + 4 * t + i, 1) for i in range(8)]
+        if t >= TW:
+            return []
+        if ROWS:
+            return [(c * ASTR + r * ARS + 4 * t + 4 * h, 4) for h in range(2)]
+        return [(c * ASTR + r * ARS + 4 * t + i, 1) for i in range(8)]
 
     def v_stores(q):
         c, t, r = p1b(q)
         return [] if t >= TW else [((r * 8 + i) * VSTR + t * CP + vslot(t, c), 1) for i in range(8)]
-    phase('1b: A loads', C * TP * 8, a_loads)
-    phase('1b: V stores', C * TP * 8, v_stores)
-    # phase 2: thread (xi, mg) loads V[xi][t][.] 16 bytes at a time, stores P[m][t][xi]
-    # (where C = 2 mod 4 the last two channels as 8 bytes, as ptxas emits the loads of channels the sums use)
-    phase('2: V loads', NT, lambda q: [((q & 63) * VSTR + t * CP + vslot(t, 4 * c4), min(4, C - 4 * c4))
-                                       for t in range(TW) for c4 in range(CP // 4)])
+    phase('1b: A loads', N1b, a_loads)
+    phase('1b: V stores', N1b, v_stores)
+    # phase 2: thread (xi, mg) loads V[xi][t][.] 16 bytes at a time (8 where CP = 2 mod 4), stores P[m][t][xi]
+    # (where C = 2 mod 4 and CP = C + 2 the last two channels as 8 bytes, as ptxas emits the loads of channels the
+    # sums use)
+    if CP % 4 == 0:
+        phase('2: V loads', NT, lambda q: [((q & 63) * VSTR + t * CP + vslot(t, 4 * c4), min(4, C - 4 * c4))
+                                           for t in range(TW) for c4 in range(CP // 4)])
+    else:
+        phase('2: V loads', NT, lambda q: [((q & 63) * VSTR + t * CP + 2 * c2, 2)
+                                           for t in range(TW) for c2 in range(CP // 2)])
     MPT = M // MG
     phase('2: P stores', NT, lambda q: [(((q >> 6) * MPT * TW + j * TW + t) * PSTR + (q & 63), 1)
                                         for j in range(MPT) for t in range(TW)])
@@ -92,7 +117,7 @@ def count(C, M, MG, H, W, MINB, before=False):
 
     # Unpooled, O staged where the shared memory has room for MINB blocks an SM (wino_ostage), else each tile's
     # thread stores its outputs to y itself (no shared memory).
-    smem = 4 * ((C * 8 * JN + 3) // 4 * 4 + (C * ASTR + 3) // 4 * 4 + 64 * VSTR + M * TW * PSTR)
+    smem = 4 * ((C * XCS + 3) // 4 * 4 + (C * ASTR + 3) // 4 * 4 + 64 * VSTR + M * TW * PSTR)
     if (smem + 4 * M * CS + 1024) * MINB > 228 * 1024:
         return out
 
@@ -125,10 +150,11 @@ LAYERS = {"2018 spring's second layer": (6, 16, 2, 30, 30, 3),
 if __name__ == '__main__':
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--before', action='store_true', help="also the layout before 53de28b")
+    ap.add_argument('--no-rows', action='store_true', help="also the layout without ROWS")
     args = ap.parse_args()
     for name, shape in LAYERS.items():
         now = count(*shape)
-        old = count(*shape, before=True) if args.before else None
+        old = count(*shape, before=True) if args.before else count(*shape, rows_off=True) if args.no_rows else None
         print(f"{name} (C, M, MG, H, W, MINB = {shape}): wavefronts an item")
         for k in now:
             print(f"  {k:16s} {now[k]:5d}" + (f"   before {old[k]:5d}" if old else ""))

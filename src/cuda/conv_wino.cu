@@ -136,20 +136,32 @@ template <int H, int W, int P> struct wino_geom {
 /* The shared memory of a kernel, in floats: X (raw rows), A (after phase 1a), V, P. Strides chosen so that a
  * warp's loads and stores of each phase fall in distinct banks. */
 template <int C, int M, int TW> struct wino_layout {
-    static constexpr int CP = (C + 3) / 4 * 4;                              /* V's channels, rounded up to 4 */
-    static constexpr int JN = 4 * TW + 4;                                   /* input columns a row of tiles reads */
-    static constexpr int VSTR = (TW * CP) % 8 == 4 ? TW * CP : TW * CP + 4; /* V: [xi][t][c], = 4 mod 8 */
-    static constexpr int ARS = JN + 2;                                      /* A's rows (phase 1b, below) */
-    static constexpr int ASTR = 8 * ARS + 3;                                /* A: [c][row][j], odd (phase 1b) */
-    static constexpr int PSTR = 68;                                         /* P: [m][t][xi] */
-    /* Where a tile's channels take 8 floats of V, tiles 4 to 7 hold channels 4..7 first, then 0..3: phase 1b's
-     * warps, 8 tiles of 4 channels, then store to distinct banks (tiles t and t + 4 are 32 floats apart). Phase 2's
-     * 16-byte loads take the same 4 channels, from the other half. With A's rows JN + 2 floats apart (JN, a multiple
-     * of 32 on 2018 spring's layer, before), phase 1b's warps that straddle two rows of A load from distinct banks too.
-     * A count of a warp's accesses (bench/ab/wino_banks.py): phase 1b's loads and stores, 2018 spring's layer 320 ->
-     * 224 wavefronts an item, 2019 spring's 264 -> 248; 2019 fall's unchanged. */
-    static __device__ __forceinline__ int vslot(int t, int c) { return CP == 8 ? c ^ (t & 4) : c; }
-    static constexpr int X_F = (C * 8 * JN + 3) / 4 * 4, A_F = (C * ASTR + 3) / 4 * 4, V_F = 64 * VSTR,
+    /* ROWS: a row of tiles' (channel, tile) pairs fit in a warp (2019 spring's 6 x 5), so that phase 1b gives each
+     * warp one row of A and the block's rows take whole rounds of warps; below. */
+    static constexpr bool ROWS = C * TW <= 32 && C % 2 == 0;
+    static constexpr int CP = ROWS ? C : (C + 3) / 4 * 4; /* V's floats a tile: its channels, else rounded up to 4 */
+    static constexpr int JN = 4 * TW + 4;                 /* input columns a row of tiles reads */
+    static constexpr int XCS = ROWS ? 8 * JN + JN % 32 : 8 * JN; /* X: [c][row][j] */
+    /* V: [xi][t][c], = 4 mod 8 (phase 2 reads a tile's channels 16 bytes at a time), or where CP = 2 mod 4 (8 bytes
+     * at a time), = 2 mod 4 */
+    static constexpr int VSTR =
+        CP % 4 == 0 ? ((TW * CP) % 8 == 4 ? TW * CP : TW * CP + 4) : ((TW * CP) % 4 == 2 ? TW * CP : TW * CP + 2);
+    static constexpr int ARS = ROWS ? (JN + 3) / 4 * 4 : JN + 2; /* A's rows (phase 1b, below) */
+    /* A: [c][row][j]; = 4 TW mod 32 (ROWS: a row's channels follow each other in the banks), else odd */
+    static constexpr int ASTR = ROWS ? 8 * ARS + ((4 * TW - 8 * ARS) % 32 + 32) % 32 : 8 * ARS + 3;
+    static constexpr int PSTR = 68; /* P: [m][t][xi] */
+    /* Where a tile's channels take 8 floats of V (not ROWS), tiles 4 to 7 hold channels 4..7 first, then 0..3:
+     * phase 1b's warps, 8 tiles of 4 channels, then store to distinct banks (tiles t and t + 4 are 32 floats apart).
+     * Phase 2's 16-byte loads take the same 4 channels, from the other half. With A's rows JN + 2 floats apart (JN, a
+     * multiple of 32 on 2018 spring's layer, before), phase 1b's warps that straddle two rows of A load from distinct
+     * banks too. A count of a warp's accesses (bench/ab/wino_banks.py): phase 1b's loads and stores, 2018 spring's
+     * layer 320 -> 224 wavefronts an item, 2019 spring's 264 -> 248 (before ROWS); 2019 fall's unchanged. */
+    static __device__ __forceinline__ int vslot(int t, int c) { return !ROWS && CP == 8 ? c ^ (t & 4) : c; }
+    /* Where X holds plane pl = 8 c + row. */
+    static __device__ __forceinline__ int xplane(int pl) {
+        return XCS == 8 * JN ? pl * JN : (pl >> 3) * XCS + (pl & 7) * JN;
+    }
+    static constexpr int X_F = (C * XCS + 3) / 4 * 4, A_F = (C * ASTR + 3) / 4 * 4, V_F = 64 * VSTR,
                          P_F = M * TW * PSTR;
     static constexpr size_t bytes = (size_t)(X_F + A_F + V_F + P_F) * sizeof(float);
 };
@@ -281,11 +293,11 @@ __global__ void __launch_bounds__(64 * MG, MINB)
                     const bool in = row < H && j < W;
                     /* outside the image, the start of the channel's plane, copying nothing */
                     const float *src = xn + c0 * H * W + (in ? row * W + j : 0);
-                    float *dst = Xs + (c0 * 8 + r) * JN + j;
+                    float *dst = Xs + L::xplane(c0 * 8 + r) + j;
 #pragma unroll
                     for (int k = 0; k < (C + CR - 1) / CR; k++)
                         if (C % CR == 0 || c0 + k * CR < C)
-                            nc_cp_async8(dst + k * CR * 8 * JN, src + k * CR * H * W, in ? 8 : 0);
+                            nc_cp_async8(dst + k * CR * L::XCS, src + k * CR * H * W, in ? 8 : 0);
                     asm volatile("cp.async.commit_group;" ::: "memory");
                     return;
                 }
@@ -295,14 +307,14 @@ __global__ void __launch_bounds__(64 * MG, MINB)
                 for (int q = tid; q < C * 8 * JN / 2; q += NT) {
                     const int j = 2 * (q % (JN / 2)), pl = q / (JN / 2), row = 4 * ti + (pl & 7);
                     const bool in = row < H && j < W; /* j + 1 < W too */
-                    nc_cp_async8(Xs + pl * JN + j, xn + (in ? ((pl >> 3) * H + row) * W + j : 0), in ? 8 : 0);
+                    nc_cp_async8(Xs + L::xplane(pl) + j, xn + (in ? ((pl >> 3) * H + row) * W + j : 0), in ? 8 : 0);
                 }
             } else if constexpr (W % 2 == 1) {
 #pragma unroll 4
                 for (int q = tid; q < C * 8 * JN; q += NT) {
                     const int j = q % JN, pl = q / JN, row = 4 * ti + (pl & 7);
                     const bool in = row < H && j < W;
-                    nc_cp_async4(Xs + pl * JN + j, xn + (in ? ((pl >> 3) * H + row) * W + j : 0), in ? 4 : 0);
+                    nc_cp_async4(Xs + L::xplane(pl) + j, xn + (in ? ((pl >> 3) * H + row) * W + j : 0), in ? 4 : 0);
                 }
             } else {
                 const int lane = tid & 31;
@@ -314,7 +326,7 @@ __global__ void __launch_bounds__(64 * MG, MINB)
                         const int j = lane + 32 * jj;
                         if (JN % 32 == 0 || j < JN) {
                             const bool in = row < H && j < W;
-                            nc_cp_async4(Xs + pl * JN + j, xn + (in ? off + j : 0), in ? 4 : 0);
+                            nc_cp_async4(Xs + L::xplane(pl) + j, xn + (in ? off + j : 0), in ? 4 : 0);
                         }
                     }
                 }
@@ -328,7 +340,7 @@ __global__ void __launch_bounds__(64 * MG, MINB)
             const int c = q / JN, j = q % JN;
             float d[8], v[8];
 #pragma unroll
-            for (int r = 0; r < 8; r++) d[r] = Xs[(c * 8 + r) * JN + j];
+            for (int r = 0; r < 8; r++) d[r] = Xs[L::xplane(c * 8 + r) + j];
             wino_bt(d, v);
 #pragma unroll
             for (int r = 0; r < 8; r++) As[c * L::ASTR + r * L::ARS + j] = v[r];
@@ -473,19 +485,43 @@ __global__ void __launch_bounds__(64 * MG, MINB)
          * first, t next: with A's channels 8 rows and 3 floats apart (1 before), its loads and V's stores then
          * touch fewer banks twice (a count of a warp's accesses: 2019 fall's fused layer 688 -> 384 wavefronts an
          * item, alone 768 -> 384, 2018 spring's 344 -> 320, 2019 spring's 272 -> 264). On the H100 (bench/ab/conv_one,
-         * 2026-11-28) 2019 fall's fused layer 1.120 -> 1.081 ms, alone 1.564 -> 1.512; the others within 1.3%. */
-        constexpr bool T8 = TW <= 8 && (C * 64 + NT - 1) / NT == (C * TW * 8 + NT - 1) / NT;
-        constexpr int TP = T8 ? 8 : TW; /* tiles a row of units */
-        wino_units<C * TP * 8, NT>(tid, [&](int q) {
-            const int c = T8 ? q / 8 % C : q % C, t = T8 ? q % 8 : q / C % TW, r = q / (C * TP);
-            if (TP > TW && t >= TW) return;
-            float d[8], v[8];
+         * 2026-11-28) 2019 fall's fused layer 1.120 -> 1.081 ms, alone 1.564 -> 1.512; the others within 1.3%.
+         * ROWS (2019 spring's layer): a warp takes a row, its lanes (c, t), t first: each lane reads its tile's 8
+         * floats of A as two 16-byte words, the 8 lanes of each quarter warp 8 consecutive words (A's channels 4 TW
+         * mod 32 floats apart), and writes V's C TW consecutive floats of a row (V a tile's C channels, unpadded).
+         * With X's channels JN mod 32 floats further apart, phase 1a's loads of a warp fall in distinct banks too. A
+         * count of a warp's accesses (bench/ab/wino_banks.py --no-rows): 872 -> 680 wavefronts an item fused, 992 ->
+         * 800 alone (phase 1a's loads 72 -> 40, 1b's 112 -> 64 and stores 136 -> 64, phase 2's loads 160 -> 120).
+         * On the H200 (bench/ab/conv_one, 2026-11-28 21:05) the fused layer 0.2588 -> 0.2432 ms, alone 0.2874 ->
+         * 0.2762, the same bits (the layout for every layer, at 21:01: 2018 spring's 0.5% slower, 2019 fall's fused
+         * 5% slower, so only where C TW <= 32); ncu: shared-memory loads 26.4 -> 20.3 million wavefronts, stores
+         * 18.8 -> 15.3. */
+        if constexpr (L::ROWS) {
+            wino_units<8 * 32, NT>(tid, [&](int q) {
+                const int r = q / 32, e = q % 32, c = e / TW, t = e % TW;
+                if (C * TW < 32 && e >= C * TW) return;
+                const float *a = As + c * L::ASTR + r * L::ARS + 4 * t;
+                const float4 a0 = *(const float4 *)a, a1 = *(const float4 *)(a + 4);
+                const float d[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+                float v[8];
+                wino_bt(d, v);
 #pragma unroll
-            for (int i = 0; i < 8; i++) d[i] = As[c * L::ASTR + r * L::ARS + 4 * t + i];
-            wino_bt(d, v);
+                for (int i = 0; i < 8; i++) Vs[(r * 8 + i) * L::VSTR + t * L::CP + c] = v[i];
+            });
+        } else {
+            constexpr bool T8 = TW <= 8 && (C * 64 + NT - 1) / NT == (C * TW * 8 + NT - 1) / NT;
+            constexpr int TP = T8 ? 8 : TW; /* tiles a row of units */
+            wino_units<C * TP * 8, NT>(tid, [&](int q) {
+                const int c = T8 ? q / 8 % C : q % C, t = T8 ? q % 8 : q / C % TW, r = q / (C * TP);
+                if (TP > TW && t >= TW) return;
+                float d[8], v[8];
 #pragma unroll
-            for (int i = 0; i < 8; i++) Vs[(r * 8 + i) * L::VSTR + t * L::CP + L::vslot(t, c)] = v[i];
-        });
+                for (int i = 0; i < 8; i++) d[i] = As[c * L::ASTR + r * L::ARS + 4 * t + i];
+                wino_bt(d, v);
+#pragma unroll
+                for (int i = 0; i < 8; i++) Vs[(r * 8 + i) * L::VSTR + t * L::CP + L::vslot(t, c)] = v[i];
+            });
+        }
         __syncthreads();
         /* Phase 2: P[m][t][xi] = sum over c of U[xi][m][c] V[xi][t][c], the channels in order. */
         {
@@ -494,10 +530,18 @@ __global__ void __launch_bounds__(64 * MG, MINB)
 #pragma unroll
             for (int t = 0; t < TW; t++) {
                 float v[L::CP];
+                if constexpr (L::CP % 4 == 0) {
 #pragma unroll
-                for (int c4 = 0; c4 < L::CP / 4; c4++) {
-                    const float4 f = *(const float4 *)(vi + t * L::CP + L::vslot(t, 4 * c4));
-                    v[4 * c4] = f.x, v[4 * c4 + 1] = f.y, v[4 * c4 + 2] = f.z, v[4 * c4 + 3] = f.w;
+                    for (int c4 = 0; c4 < L::CP / 4; c4++) {
+                        const float4 f = *(const float4 *)(vi + t * L::CP + L::vslot(t, 4 * c4));
+                        v[4 * c4] = f.x, v[4 * c4 + 1] = f.y, v[4 * c4 + 2] = f.z, v[4 * c4 + 3] = f.w;
+                    }
+                } else {
+#pragma unroll
+                    for (int c2 = 0; c2 < L::CP / 2; c2++) {
+                        const float2 f = *(const float2 *)(vi + t * L::CP + 2 * c2);
+                        v[2 * c2] = f.x, v[2 * c2 + 1] = f.y;
+                    }
                 }
 #pragma unroll
                 for (int j = 0; j < MPT; j++) {
