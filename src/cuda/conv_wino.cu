@@ -150,6 +150,8 @@ template <int C, int M, int TW> struct wino_layout {
     /* A: [c][row][j]; = 4 TW mod 32 (ROWS: a row's channels follow each other in the banks), else odd */
     static constexpr int ASTR = ROWS ? 8 * ARS + ((4 * TW - 8 * ARS) % 32 + 32) % 32 : 8 * ARS + 3;
     static constexpr int PSTR = 68; /* P: [m][t][xi] */
+    static_assert(!ROWS || (ARS % 4 == 0 && ASTR % 4 == 0), "ROWS: phase 1b reads A 16 bytes at a time");
+    static_assert(CP % 2 == 0 && VSTR % 2 == 0, "phase 2 reads V 8 or 16 bytes at a time");
     /* Where a tile's channels take 8 floats of V (not ROWS), tiles 4 to 7 hold channels 4..7 first, then 0..3:
      * phase 1b's warps, 8 tiles of 4 channels, then store to distinct banks (tiles t and t + 4 are 32 floats apart).
      * Phase 2's 16-byte loads take the same 4 channels, from the other half. With A's rows JN + 2 floats apart (JN, a
