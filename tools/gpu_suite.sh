@@ -10,7 +10,8 @@
 # the summary as far as it got, even from a call that runs out of time.
 # ONLY=REGEX runs only the steps whose names match it (grep -E); "eval" and "rss" name the closing eval lines and peak
 # RSS. With its racechecks the whole suite no longer fits in one 600 s call (cut after 17 steps on 2026-11-26 at
-# 19:54), so it takes two: RACECHECK=0 in one, ONLY='^racecheck' in the next.
+# 19:54), so it takes two: RACECHECK=0 in one, ONLY='^racecheck' in the next (on the H200, 2026-11-28: the
+# steps of the first about 470 s, of the second about 550 s; bench/results/gpu-2026-11-28-h200-s62-suite.log).
 set -u
 D=$1
 OUT=${2:-${OUT:-/tmp/nanoconv-gpu}}
