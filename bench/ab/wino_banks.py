@@ -3,7 +3,7 @@
 item (an image's row of tiles), phase by phase, from the addresses its warps' lanes touch: a model of the kernel's
 index arithmetic, to try a layout before building it. The counts conv_wino.cu's comments cite come from here.
 
-    python3 bench/ab/wino_banks.py               (the zoo's three K = 5 second layers, as the tree lays them out)
+    python3 bench/ab/wino_banks.py               (the zoo's K = 5 second layers, alone and the two fused, as laid out)
     python3 bench/ab/wino_banks.py --before      (and as before 53de28b: A's rows JN apart, V unswizzled, O unpadded)
     python3 bench/ab/wino_banks.py --no-rows     (and without the ROWS layout of 2019 spring's layer, as before
                                                   2026-11-28 21:00)
@@ -33,8 +33,9 @@ def wavefronts(lanes):
     return total
 
 
-def count(C, M, MG, H, W, MINB, before=False, rows_off=False):
-    NT, TW = 64 * MG, (W - 4 + 3) // 4
+def count(C, M, MG, H, W, MINB, P=1, before=False, rows_off=False):
+    # P = 2: pooled 2/2 (fused), the tiles cover the outputs that pooling keeps (wino_geom), and no O
+    NT, TW = 64 * MG, ((W - 4) // 2 * 2 + 3) // 4 if P == 2 else (W - 4 + 3) // 4
     Yw = W - 4
     # ROWS (wino_layout): a row of tiles' (channel, tile) pairs fit in a warp
     ROWS = C * TW <= 32 and C % 2 == 0 and not before and not rows_off
@@ -118,7 +119,7 @@ def count(C, M, MG, H, W, MINB, before=False, rows_off=False):
     # Unpooled, O staged where the shared memory has room for MINB blocks an SM (wino_ostage), else each tile's
     # thread stores its outputs to y itself (no shared memory).
     smem = 4 * ((C * XCS + 3) // 4 * 4 + (C * ASTR + 3) // 4 * 4 + 64 * VSTR + M * TW * PSTR)
-    if (smem + 4 * M * CS + 1024) * MINB > 228 * 1024:
+    if P == 2 or (smem + 4 * M * CS + 1024) * MINB > 228 * 1024:
         return out
 
     def o_stores(q):
@@ -142,10 +143,12 @@ def count(C, M, MG, H, W, MINB, before=False, rows_off=False):
     return out
 
 
-# C, M, MG, H, W, MINB: as conv_wino.cu's wino_for builds them, unpooled
-LAYERS = {"2018 spring's second layer": (6, 16, 2, 30, 30, 3),
-          "2019 spring's second layer alone": (6, 16, 2, 22, 22, 3),
-          "2019 fall's second layer alone": (12, 24, 2, 33, 33, 2)}
+# C, M, MG, H, W, MINB, P: as conv_wino.cu's wino_for builds them, unpooled (P = 1) or pooled 2/2 (the fused forms)
+LAYERS = {"2018 spring's second layer": (6, 16, 2, 30, 30, 3, 1),
+          "2019 spring's second layer alone": (6, 16, 2, 22, 22, 3, 1),
+          "2019 spring's second layer fused": (6, 16, 2, 22, 22, 3, 2),
+          "2019 fall's second layer alone": (12, 24, 2, 33, 33, 2, 1),
+          "2019 fall's second layer fused": (12, 24, 2, 33, 33, 2, 2)}
 
 if __name__ == '__main__':
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
@@ -155,7 +158,7 @@ if __name__ == '__main__':
     for name, shape in LAYERS.items():
         now = count(*shape)
         old = count(*shape, before=True) if args.before else count(*shape, rows_off=True) if args.no_rows else None
-        print(f"{name} (C, M, MG, H, W, MINB = {shape}): wavefronts an item")
+        print(f"{name} (C, M, MG, H, W, MINB, P = {shape}): wavefronts an item")
         for k in now:
             print(f"  {k:16s} {now[k]:5d}" + (f"   before {old[k]:5d}" if old else ""))
         print(f"  {'total':16s} {sum(now.values()):5d}" + (f"   before {sum(old.values()):5d}" if old else ""))
