@@ -16,15 +16,16 @@ V rounded once from double and the output transform in double: what is left is U
 sums, which no order of the transforms' operations removes.
 """
 import argparse
-import json
 import os
-import struct
+import sys
 from fractions import Fraction as F
 from math import lcm
 
 import numpy as np
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from bench_cpu import read_safetensors  # noqa: E402
 
 
 def toom_cook(m, r, pts):
@@ -118,14 +119,6 @@ def direct(w, x):
     return y
 
 
-def weights(model, key):
-    b = open(os.path.join(ROOT, "models", model + ".safetensors"), "rb").read()
-    n = struct.unpack("<Q", b[:8])[0]
-    t = json.loads(b[8:8 + n])[key]
-    s, e = t["data_offsets"]
-    return np.frombuffer(b[8 + n + s:8 + n + e], np.float32).reshape(t["shape"])
-
-
 TILES = [("F(4x4, 5x5), version 15's points", 4, [0, 1, -1, 2, -2, F(1, 2), F(-1, 2)]),
          ("F(6x6, 5x5), F(4, 7)'s points", 6, [0, 1, -1, 3, -3, F(1, 3), F(-1, 3), F(4, 3), F(-4, 3)]),
          ("F(6x6, 5x5), 0 +-1 +-2 +-1/2 +-3/2", 6, [0, 1, -1, 2, -2, F(1, 2), F(-1, 2), F(3, 2), F(-3, 2)])]
@@ -137,7 +130,7 @@ if __name__ == "__main__":
     args = ap.parse_args()
     rng = np.random.default_rng(1)
     for model, C, H in LAYERS:
-        w = weights(model, "3.weight")
+        w = read_safetensors(os.path.join(ROOT, "models", model + ".safetensors"))[0]["3.weight"]
         shape = (args.images, C, H, H)
         x = np.where(rng.random(shape) < 0.6, np.sign(rng.standard_normal(shape)), rng.uniform(-1, 1, shape))
         x = x.astype(np.float32)
