@@ -1,9 +1,9 @@
 /*
  * Version 15, winograd: Winograd's minimal filtering in fp32, a kernel a layer shape: F(4 x 4, 5 x 5) for the zoo's
  * K = 5 second layers, alone or fused with bias, activation and 2/2 pooling; F(4, 5) along the rows for 2017's,
- * 2018 spring's and 2019 spring's first layers and F(4, 7) for 2018 fall's and 2020's, fused as their networks run
- * them (below, "first layers, along rows"); and F(4, 7) along the rows for the K = 7 second layers, fused (below,
- * "K = 7 second layers, along rows").
+ * 2018 spring's, 2019 spring's and 2019 fall's first layers and F(4, 7) for 2018 fall's and 2020's, fused as their
+ * networks run them (below, "first layers, along rows"); and F(4, 7) along the rows for the K = 7 second layers, fused
+ * (below, "K = 7 second layers, along rows").
  *
  * A 4 x 4 tile of outputs of one output channel is A^T [sum over c of (G g_c G^T) . (B^T d_c B)] A, where d_c is the
  * tile's 8 x 8 input patch of channel c and g_c the 5 x 5 weights: 64 multiply-adds a tile, input channel and output
@@ -38,7 +38,7 @@
  *
  * It takes only the layers it has a kernel for (wino_for, wrow_for): 12 x 33 x 33 -> 24 (2019 fall) and 6 x 22 x 22 ->
  * 16 (2019 spring), alone or pooled 2/2, and 6 x 30 x 30 -> 16 alone (2018 spring); the K = 7 second layers pooled;
- * the five first layers above, pooled; else NC_ERR_ARG, and the backend runs version 14 there.
+ * the six first layers above, pooled; else NC_ERR_ARG, and the backend runs version 14 there.
  *
  *   nanoconv eval --model fashion-2019-fall --backend cuda --conv-kernel 15
  *   nanoconv bench --backend cuda --shape 12x33x33:24x5+tanh+maxpool2 --versions 14,15
@@ -599,6 +599,21 @@ __global__ void __launch_bounds__(64 * MG, MINB)
  * outputs that count (2018 fall's 66 columns: 16 windows and a half), the input past the image read as zeros. Two
  * barriers an image.
  *
+ * OS: the pooled outputs of an image go to shared memory, in y's order, and the block stores them to y as 16-byte
+ * words during the next image's V (after the loop, the last image's). Stored by the threads that compute them, a
+ * warp's stores of a row of odd width (2019 fall's pooled 33: a float at a time) touched 12 channels' rows, 17 sectors
+ * a request (ncu, 95 million L2 write sectors where y is 16 million). On 2019 fall's layer (its row's windows taken
+ * by three bands of rows, a pair at a time: 640 threads, one block an SM) that took, fused on pixels / floats, 0.807 /
+ * 0.824 ms to 0.664 / 0.631 (H200, N = 10000, 2026-11-28 22:16-22:26, bench/results/gpu-2026-11-28-s63-ab.log; the
+ * same bits), against version 14's 0.853 / 0.815: ncu's issue slots busy 59% -> 68%, stalls on the MIO queue 1.57 ->
+ * 0.33 an issue. Measured there and left out: channels' planes padded so that the warps' stores into shared memory
+ * fall in fewer banks (3.5 -> 2.4 wavefronts a store, but copied out a float at a time: 2% slower); the activation and
+ * stores of a pair of rows deferred to the next pair's multiply-adds (5-7% slower); other blocks, unstaged (one band
+ * of rows, two to four blocks an SM: 18-38% slower; three bands, two pairs of rows at a time: 2-3%). On the other
+ * pooled first layers staging was slower (2018 spring's on pixels 0.246 -> 0.304 ms; 2018 fall's, whose pooled rows
+ * are 33 wide too but whose block is seven warps, 0.98 -> 1.05; 2020's 3-5%) or no faster (2019 spring's), and they
+ * keep their stores.
+ *
  * Measured against version 14 in one call (a prototype of this kernel; H100, N = 10000, 2026-11-26 19:30,
  * docs/PERFORMANCE-LOG.md): 2017's first layer fused with tanh and 2/2 max pooling on uint8 pixels 0.308 ms against
  * 0.456. 2018 fall's first layer (1 x 72 x 72 -> 12, K = 7) fused with tanh and 2/2 max pooling on uint8 pixels
@@ -612,7 +627,7 @@ __global__ void __launch_bounds__(64 * MG, MINB)
  * 0.269 / 0.314 ms against version 6's 0.394 / 0.363; 2019 spring's (48 x 48 -> 6, R = 2) 0.171 / 0.163 against
  * 0.228 / 0.207; 2020's (86 x 86 -> 4, K = 7, ReLU, R = 4) on floats 0.528 against version 14's 0.651 (on pixels not
  * measured there: an image's 7396 bytes were copied 16 at a time, misaligned). 2019 fall's (70 x 70 -> 12) took
- * 0.93 ms at best against version 14's 0.81 and has no kernel.
+ * 0.93 ms at best against version 14's 0.81 and had no kernel until its outputs were staged (OS, below).
  */
 /* Pooled outputs c and c + 1 of a row of Yw (y: the row's output c): those that count (c < Yw), as one 8-byte store
  * where both do and Yw and c are even (the row's start 8-byte aligned), else a float at a time. */
@@ -625,15 +640,26 @@ template <int Yw> __device__ __forceinline__ void wrow_store_pair(float *y, int 
     }
 }
 
+/* The same into shared memory (OS: y's order, no alignment to keep), a float at a time. */
+template <int Yw, bool OS> __device__ __forceinline__ void wrow_out_pair(float *y, int c, float v0, float v1) {
+    if constexpr (OS) {
+        if (c < Yw) y[0] = v0;
+        if (c + 1 < Yw) y[1] = v1;
+    } else {
+        wrow_store_pair<Yw>(y, c, v0, v1);
+    }
+}
+
 template <int M, int H, int W, int K, int R = 1> struct wrow_geom {
     static constexpr int Ho = H - K + 1, Wo = W - K + 1, NP = (Wo + 3) / 4;      /* windows of four outputs a row */
+    static constexpr int YF = M * (Ho / 2) * (Wo / 2);                           /* an image's outputs pooled 2/2 */
     static constexpr int NPT = K + 3, VQ = (NPT + 3) / 4;                        /* points; V's float4s a window */
     static constexpr int NT = (M * NP * R + 31) / 32 * 32, VF = H * VQ * NP * 4; /* threads; V's floats */
     /* An image's floats in shared memory, rounded up to 16 bytes (what follows it is stored as float4s). */
     static constexpr __host__ __device__ int xf(bool u8) { return (H * W * (u8 ? 1 : 4) + 15) / 16 * 4; }
 };
 
-template <int M, int H, int W, int K, int P, int EPI, bool U8, int MINB, int R = 1, int Q = 1>
+template <int M, int H, int W, int K, int P, int EPI, bool U8, int MINB, int R = 1, int Q = 1, bool OS = false>
 __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R>::NT, MINB)
     conv_wino_rows_kernel(float *__restrict__ y, const float *__restrict__ x, const uint8_t *__restrict__ xu,
                           const nc_conv_lut lut, const float *__restrict__ k, const float *__restrict__ bias, int B,
@@ -649,10 +675,12 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R>::NT, MINB)
     static_assert(Ho % (2 * R) == 0 && XB % 4 == 0, "bands of pairs of rows, 4-, 8- or 16-byte copies");
     constexpr int BR = Ho / R, BQ = BR / (2 * Q) * 2 * Q; /* a band's rows; those taken Q pairs at a time */
     static_assert(P == 2 || Wo % 2 == 0, "unpooled rows: 16-byte words, or 8-byte pairs where Wo = 2 mod 4");
+    constexpr int YF = G::YF, OF = OS ? YF : 0; /* an image's outputs; those staged in shared memory */
+    static_assert(!OS || (P == 2 && YF % 4 == 0), "OS: pooled outputs, an image's a whole number of 16-byte words");
     const int act = EPI == WINO_EPI_TANH_MAX ? NC_TANH : EPI == WINO_EPI_NONE ? -1 : act_arg;
     const int pool = EPI == WINO_EPI_TANH_MAX ? NC_MAXPOOL : EPI == WINO_EPI_NONE ? -1 : pool_arg;
     extern __shared__ float4 wino_smem[];
-    float *X0 = (float *)wino_smem, *X1 = X0 + XF, *Vs = X1 + XF, *ls = Vs + VF;
+    float *X0 = (float *)wino_smem, *X1 = X0 + XF, *Vs = X1 + XF, *Os = Vs + VF, *ls = Os + OF;
     /* A thread's band of rows (R of them, Ho / R rows each) and its number within the band. */
     const int tid = threadIdx.x, band = R == 1 ? 0 : tid / (M * NP), bt = R == 1 ? tid : tid % (M * NP);
     const bool active = tid < M * NP * R;
@@ -703,6 +731,16 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R>::NT, MINB)
         }
         asm volatile("cp.async.commit_group;" ::: "memory");
     };
+    /* OS: image nf's outputs, staged in Os, out to y 16 bytes at a time (y is 16-byte aligned: the launcher's check,
+     * and YF a multiple of 4) */
+    auto flush = [&](int nf) {
+        if (nf < 0) return;
+        float *yo = y + (size_t)nf * YF;
+        for (int i = tid; i < YF / 4; i += NT) {
+            const float4 v = *(const float4 *)&Os[4 * i];
+            nc_st_global4(yo + 4 * i, v.x, v.y, v.z, v.w);
+        }
+    };
     int n = blockIdx.x, buf = 0;
     stage(n, X0);
     for (; n < B; n += gridDim.x, buf ^= 1) {
@@ -710,6 +748,7 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R>::NT, MINB)
         asm volatile("cp.async.wait_group 0;" ::: "memory");
         __syncthreads(); /* this image staged; V free */
         stage(n + gridDim.x, buf ? X0 : X1);
+        if constexpr (OS) flush(n - (int)gridDim.x); /* the image before, whose outputs Os holds */
         /* V = B^T of every window: [row][quarter][window][4] */
         for (int q = tid; q < H * NP; q += NT) {
             const int r = q / NP, j = q % NP;
@@ -738,7 +777,7 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R>::NT, MINB)
         }
         __syncthreads(); /* V holds this image */
         if (!active) continue;
-        float *yn = y + ((size_t)n * M + m) * Yh * Yw;
+        float *yn = OS ? Os + m * Yh * Yw : y + ((size_t)n * M + m) * Yh * Yw;
         /* Output rows y0 .. y0 + 2 QQ - 1. */
         auto rows = [&](auto qq, int y0) {
             constexpr int QQ = decltype(qq)::value;
@@ -784,7 +823,7 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R>::NT, MINB)
                         if (bias) v[w] += bm;
                     }
                     nc_act_n(act, v);
-                    wrow_store_pair<Yw>(&yn[(yq / 2) * Yw + 2 * p], PART ? 2 * p : 0, v[0], v[1]);
+                    wrow_out_pair<Yw, OS>(&yn[(yq / 2) * Yw + 2 * p], PART ? 2 * p : 0, v[0], v[1]);
                 } else {
 #pragma unroll
                     for (int i = 0; i < 2; i++)
@@ -797,7 +836,7 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R>::NT, MINB)
 #pragma unroll
                         for (int w = 0; w < 2; w++)
                             v[w] = (o[0][2 * w] + o[0][2 * w + 1] + o[1][2 * w] + o[1][2 * w + 1]) / 4.0f;
-                        wrow_store_pair<Yw>(&yn[(yq / 2) * Yw + 2 * p], PART ? 2 * p : 0, v[0], v[1]);
+                        wrow_out_pair<Yw, OS>(&yn[(yq / 2) * Yw + 2 * p], PART ? 2 * p : 0, v[0], v[1]);
                     } else if constexpr (Wo % 4 == 0) {
 #pragma unroll
                         for (int i = 0; i < 2; i++)
@@ -820,6 +859,10 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R>::NT, MINB)
             for (int y0 = band * BR + BQ; y0 < (band + 1) * BR; y0 += 2) rows(std::integral_constant<int, 1>(), y0);
     }
     asm volatile("cp.async.wait_group 0;" ::: "memory");
+    if constexpr (OS) {
+        __syncthreads(); /* the last image's outputs in Os */
+        flush(n - (int)gridDim.x);
+    }
 }
 
 /* -------------------------------------------------------------------------------- K = 7 second layers, along rows */
@@ -1013,11 +1056,12 @@ __global__ void __launch_bounds__(wr7_geom<C, M, H, W, P, NW, WT, CS, BANDS>::NT
      * the channel first, so that a warp's loads of P spread over the banks; alone, a window's four outputs of a row,
      * the windows first, so that a warp's stores run along the rows (with a whole row's windows an item, along the
      * channel's plane). */
-    auto at_row = [&](const float *pp, float (&o)[OW]) { /* A^T of the ten points of P at pp */
-        const float4 a = *(const float4 *)pp, b = *(const float4 *)(pp + 4);
-        const float2 c = *(const float2 *)(pp + 8);
-        const float t[NP] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w, c.x, c.y};
-        wr10_at(t, o[0], o[1], o[2], o[3]);
+    auto at_row = [&](const float *pp,
+                      float(&o)[OW]) { /* A^T of the ten points of P at pp */
+                                       const float4 a = *(const float4 *)pp, b = *(const float4 *)(pp + 4);
+                                       const float2 c = *(const float2 *)(pp + 8);
+                                       const float t[NP] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w, c.x, c.y};
+                                       wr10_at(t, o[0], o[1], o[2], o[3]);
     };
     auto phase3 = [&](int it) {
         const int n = it / (BANDS * GROUPS), w0 = (it % GROUPS) * NW;
@@ -1219,15 +1263,15 @@ typedef struct {
     wino_fit *fit;
 } wrow_entry;
 
-template <int M, int H, int W, int K, int P, int EPI, bool U8, int MINB, int R = 1, int Q = 1>
+template <int M, int H, int W, int K, int P, int EPI, bool U8, int MINB, int R = 1, int Q = 1, bool OS = false>
 static wrow_entry wrow_make() {
     static wino_fit fit;
     using G = wrow_geom<M, H, W, K, R>;
-    /* two images, V and the pixels' lut */
-    constexpr size_t smem = (size_t)(2 * G::xf(U8) + G::VF + (U8 ? 256 : 0)) * sizeof(float);
+    /* two images, V, the outputs staged (OS) and the pixels' lut */
+    constexpr size_t smem = (size_t)(2 * G::xf(U8) + G::VF + (OS ? G::YF : 0) + (U8 ? 256 : 0)) * sizeof(float);
     static_assert(smem <= 227 * 1024, "a block's shared memory");
     return wrow_entry{
-        H, W, M, K, P, EPI, U8, G::NT, smem, conv_wino_rows_kernel<M, H, W, K, P, EPI, U8, MINB, R, Q>, &fit,
+        H, W, M, K, P, EPI, U8, G::NT, smem, conv_wino_rows_kernel<M, H, W, K, P, EPI, U8, MINB, R, Q, OS>, &fit,
     };
 }
 
@@ -1240,7 +1284,8 @@ static wrow_entry wrow_make() {
  * any activation and 2/2 pooling (its network: ReLU), and alone on floats (four bands, two pairs at a time: 0.4713 ms
  * against version 14's 0.6545; two bands 0.5763, one 0.6751). 2018 fall's alone on floats too, its 66 outputs a row
  * 16 windows and a half stored as 8-byte pairs (one band, three pairs at a time: 0.834 ms against version 14's
- * 1.289; bench/results/gpu-2026-11-28-s61-ab.log). Fused, each on pixels (images of its size) or floats (the
+ * 1.289; bench/results/gpu-2026-11-28-s61-ab.log). 2019 fall's, 1 x 70 x 70 -> 12, fused as its network runs it,
+ * its outputs staged (OS). Fused, each on pixels (images of its size) or floats (the
  * 28 x 28 test images, which the network upscales). The tuner times a fused first layer in both forms, and the run
  * takes the pick of the form it gives (src/cuda/backend_cuda.cu); a form version 15 does not take runs on version 14.
  * The zoo's networks run no first layer alone; the bench times each so. */
@@ -1248,8 +1293,10 @@ static const wrow_entry *wrow_for(int H, int W, int M, int K, const nc_conv_epil
     static const wrow_entry kernels[] = {
         wrow_make<50, 28, 28, 5, 2, WINO_EPI_TANH_MAX, true, 2, 1, 2>(), /* two pairs of rows an iteration */
         wrow_make<50, 28, 28, 5, 2, WINO_EPI_ANY, true, 2, 1, 2>(),
-        wrow_make<50, 28, 28, 5, 1, WINO_EPI_ANY, true, 2>(), wrow_make<50, 28, 28, 5, 1, WINO_EPI_NONE, false, 2>(),
-        wrow_make<50, 28, 28, 5, 1, WINO_EPI_ANY, false, 2>(), wrow_make<50, 28, 28, 5, 2, WINO_EPI_ANY, false, 2>(),
+        wrow_make<50, 28, 28, 5, 1, WINO_EPI_ANY, true, 2>(),
+        wrow_make<50, 28, 28, 5, 1, WINO_EPI_NONE, false, 2>(),
+        wrow_make<50, 28, 28, 5, 1, WINO_EPI_ANY, false, 2>(),
+        wrow_make<50, 28, 28, 5, 2, WINO_EPI_ANY, false, 2>(),
         wrow_make<12, 72, 72, 7, 2, WINO_EPI_TANH_MAX, true, 1, 1, 3>(),  /* 2018 fall, fused: pixels of its size */
         wrow_make<12, 72, 72, 7, 2, WINO_EPI_TANH_MAX, false, 1, 1, 3>(), /* floats (28 x 28 images upscaled) */
         wrow_make<6, 64, 64, 5, 2, WINO_EPI_TANH_MAX, true, 1, 1, 2>(),   /* 2018 spring */
@@ -1263,6 +1310,9 @@ static const wrow_entry *wrow_for(int H, int W, int M, int K, const nc_conv_epil
         wrow_make<4, 86, 86, 7, 2, WINO_EPI_ANY, false, 1, 4, 2>(),
         wrow_make<4, 86, 86, 7, 1, WINO_EPI_NONE, false, 1, 4, 2>(),  /* 2020 alone */
         wrow_make<12, 72, 72, 7, 1, WINO_EPI_NONE, false, 1, 1, 3>(), /* 2018 fall alone: three pairs at a time */
+        /* 2019 fall: three bands, a pair at a time, the outputs staged (OS) */
+        wrow_make<12, 70, 70, 5, 2, WINO_EPI_TANH_MAX, true, 1, 3, 1, true>(),
+        wrow_make<12, 70, 70, 5, 2, WINO_EPI_TANH_MAX, false, 1, 3, 1, true>(),
     };
     if ((K != 5 && K != 7) || !nc_conv_direct_fuses(e, K) || (e->pool >= 0 && e->P != 2)) return nullptr;
     const int P = e->pool < 0 ? 1 : 2;
@@ -1307,14 +1357,14 @@ int nc_conv_launch_wino_fused(float *y, const float *x, const uint8_t *x_u8, con
         return nc_fail(
             err, NC_ERR_ARG,
             "conv version 15 (winograd) does not take %s C = %d, %dx%d, M = %d, K = %d, pool %d/%d: it has "
-            "kernels for the zoo's layers as their networks fuse them and alone on float input only, and none "
-            "for 2019 fall's first layer (version 14 takes any)",
+            "kernels for the zoo's layers only, as their networks fuse them and alone on float input (2019 fall's "
+            "first layer fused only); version 14 takes any",
             x_u8 ? "uint8 pixels," : "float input,", C, H, W, M, K, e->pool < 0 ? 1 : e->P, e->pool < 0 ? 1 : e->S);
     if (B <= 0) return NC_OK;
     int blocks = 0;
     if (C == 1) {
         const wrow_entry *w = wrow_for(H, W, M, K, e, x_u8 != NULL);
-        if (((uintptr_t)y & 15) != 0) /* a thread's outputs are stored as one 16- or 8-byte word a row */
+        if (((uintptr_t)y & 15) != 0) /* a thread's outputs go out as one 16- or 8-byte word a row, or OS's 16 */
             return nc_fail(err, NC_ERR_ARG, "conv version 15 (winograd): on a first layer y must be 16-byte aligned");
         const int rc = wino_blocks((const void *)w->fn, w->threads, w->smem, w->fit, &blocks, err);
         if (rc) return rc;

@@ -423,6 +423,18 @@ static void test_versions(void) {
     test_case(2, 1, 10, 10, 3, 1, 1);
 }
 
+/* A first layer fused with act and 2/2 max pooling, as its network runs it, in every form version 15's rows kernel
+ * takes: pixels and floats, with and without bias, a few images; pixels 1 to 3 bytes past 16-byte alignment and
+ * floats 1 to 3 floats past it; more images than blocks, on pixels and on floats. */
+static void test_first_fused(int H, int M, int K, int act) {
+    for (int b = 0; b <= 1; b++)
+        for (int u8 = 0; u8 <= 1; u8++) test_fused_case(rand_int(1, 3), 1, H, H, M, K, b, act, NC_MAXPOOL, 2, u8);
+    test_fused_case(5, 1, H, H, M, K, 0, act, NC_MAXPOOL, 2, 2);
+    test_fused_case(5, 1, H, H, M, K, 1, act, NC_MAXPOOL, 2, -1);
+    test_fused_case(700, 1, H, H, M, K, 0, act, NC_MAXPOOL, 2, 1);
+    test_fused_case(400, 1, H, H, M, K, 1, act, NC_MAXPOOL, 2, 0);
+}
+
 /* Version 15 (conv_wino.cu) on every layer it has a kernel for (the zoo's K = 5 second layers, alone and pooled 2/2;
  * its K = 7 second layers pooled as their networks run them, and alone, an item a band of whole rows; 2017's first
  * layer, on pixels and floats, below), with every activation, max and average pooling or none, with and without bias,
@@ -482,7 +494,6 @@ static void test_winograd(void) {
     CHECK(!nc_conv_wino_takes(4, 40, 40, 16, 7, &tanh_max2, 0));  /* 2020's pooled 2/2 */
     CHECK(!nc_conv_wino_takes(12, 33, 33, 20, 7, &tanh_max2, 0)); /* other output channels */
     CHECK(!nc_conv_wino_takes(12, 33, 33, 24, 3, &tanh_max2, 0)); /* K = 3 */
-    CHECK(!nc_conv_wino_takes(1, 70, 70, 12, 5, &tanh_max2, 1));  /* 2019 fall's: no kernel */
     CHECK(!nc_conv_wino_takes(6, 30, 30, 16, 5, &tanh_max2, 0));  /* 2018 spring's layer pooled */
     CHECK(!nc_conv_wino_takes(6, 22, 22, 16, 5, &relu_max4, 0));  /* 4/4 pooling */
     CHECK(!nc_conv_wino_takes(6, 22, 22, 12, 5, &tanh_max2, 0));  /* other output channels */
@@ -518,18 +529,24 @@ static void test_winograd(void) {
     CHECK(nc_conv_wino_takes(1, 72, 72, 12, 7, &tanh_max2, 1));
     CHECK(nc_conv_wino_takes(1, 72, 72, 12, 7, &tanh_max2, 0));
     CHECK(nc_conv_wino_takes(1, 72, 72, 12, 7, &alone, 0));
-    CHECK(!nc_conv_wino_takes(1, 72, 72, 12, 7, &alone, 1)); /* pixels alone: version 13 or 14 */
-    CHECK(!nc_conv_wino_takes(1, 72, 72, 12, 7, &avg2, 1));  /* no kernel for other epilogues */
+    CHECK(!nc_conv_wino_takes(1, 72, 72, 12, 7, &alone, 1));     /* pixels alone: version 13 or 14 */
+    CHECK(!nc_conv_wino_takes(1, 72, 72, 12, 7, &avg2, 1));      /* no kernel for other epilogues */
     test_case(rand_int(1, 3), 1, 72, 72, 12, 7, rand_int(0, 1)); /* alone: a few images, more than blocks, x 1 to 3 */
     test_case(300, 1, 72, 72, 12, 7, 1);                         /* floats past 16 bytes */
     test_fused_case(5, 1, 72, 72, 12, 7, 0, -1, -1, 1, -1);
-    for (int b = 0; b <= 1; b++)
-        for (int u8 = 0; u8 <= 1; u8++)
-            test_fused_case(rand_int(1, 3), 1, 72, 72, 12, 7, b, NC_TANH, NC_MAXPOOL, 2, u8);
-    test_fused_case(5, 1, 72, 72, 12, 7, 0, NC_TANH, NC_MAXPOOL, 2, 2);   /* pixels not 16-byte aligned */
-    test_fused_case(5, 1, 72, 72, 12, 7, 0, NC_TANH, NC_MAXPOOL, 2, -1);  /* floats not 16-byte aligned */
-    test_fused_case(700, 1, 72, 72, 12, 7, 0, NC_TANH, NC_MAXPOOL, 2, 1); /* more images than blocks */
-    test_fused_case(400, 1, 72, 72, 12, 7, 1, NC_TANH, NC_MAXPOOL, 2, 0);
+    test_first_fused(72, 12, 7, NC_TANH);
+    /* 2019 fall's first layer (1 x 70 x 70 -> 12), F(4, 5) along the rows, fused as its network runs it (tanh, 2/2 max
+     * pooling), on pixels (copied 4 bytes at a time: 4900 an image) or floats: three bands of 11 pairs of rows, its 66
+     * outputs a row 16 windows and a half (the last window's input past the image read as zeros), its pooled rows of 33
+     * staged in shared memory and stored by the block 16 bytes at a time (OS): a few images (a block's only image
+     * stored after its loop), more images than blocks (each image's stored during the next one's). Alone, and under
+     * other epilogues, version 14 takes it. */
+    CHECK(nc_conv_wino_takes(1, 70, 70, 12, 5, &tanh_max2, 1));
+    CHECK(nc_conv_wino_takes(1, 70, 70, 12, 5, &tanh_max2, 0));
+    CHECK(!nc_conv_wino_takes(1, 70, 70, 12, 5, &alone, 0));
+    CHECK(!nc_conv_wino_takes(1, 70, 70, 12, 5, &avg2, 1));
+    CHECK(!nc_conv_wino_takes(1, 70, 70, 12, 5, &relu_max4, 0));
+    test_first_fused(70, 12, 5, NC_TANH);
     /* 2018 spring's, 2019 spring's and 2020's first layers, pooled 2/2 (2020's with any activation, the others with
      * tanh and max pooling only), on pixels or floats: a thread's rows in 1, 2 and 4 bands (2019 spring's two bands
      * of 11 pairs of rows, two pairs at a time and the last alone); 2020's 86 x 86 pixels an image copied 4 bytes at a
@@ -549,18 +566,13 @@ static void test_winograd(void) {
             CHECK(!nc_conv_wino_takes(1, H, H, M, K, &relu_max4, u8));       /* 4/4 pooling */
             CHECK(!nc_conv_wino_takes(1, H, H, M + 1, K, net, u8));          /* other output channels */
             CHECK(nc_conv_wino_takes(1, H, H, M, K, &avg2, u8) == (K == 7)); /* 2020's: any epilogue */
-            for (int b = 0; b <= 1; b++)
-                test_fused_case(rand_int(1, 3), 1, H, H, M, K, b, firsts[f].act, NC_MAXPOOL, 2, u8);
         }
+        test_first_fused(H, M, K, firsts[f].act);
         if (K == 7) test_fused_case(rand_int(1, 3), 1, H, H, M, K, 1, NC_SIGMOID, NC_AVGPOOL, 2, 1);
         /* Alone, on floats: a few images, more images than blocks, x 1 to 3 floats past 16 bytes. */
         test_case(rand_int(1, 3), 1, H, H, M, K, rand_int(0, 1));
         test_case(300, 1, H, H, M, K, 1);
         test_fused_case(5, 1, H, H, M, K, 0, -1, -1, 1, -1);
-        test_fused_case(5, 1, H, H, M, K, 1, firsts[f].act, NC_MAXPOOL, 2, 2);   /* pixels not 16-byte aligned */
-        test_fused_case(5, 1, H, H, M, K, 1, firsts[f].act, NC_MAXPOOL, 2, -1);  /* floats not 16-byte aligned */
-        test_fused_case(700, 1, H, H, M, K, 0, firsts[f].act, NC_MAXPOOL, 2, 1); /* more images than blocks */
-        test_fused_case(300, 1, H, H, M, K, 1, firsts[f].act, NC_MAXPOOL, 2, 0);
     }
     /* 2017's first layer fused: pixels (images of its size) and floats (images of another size, scaled), which the
      * tuner times apart. */
@@ -682,7 +694,8 @@ int main(void) {
         test_fused_case(1500, 1, 32, 32, 12, 5, 1, -1, -1, 1, 0);
         test_fused_case(1500, 1, 32, 32, 12, 5, 1, -1, -1, 1, -1);
         test_fused_case(400, 1, 86, 86, 4, 7, 1, NC_RELU, NC_MAXPOOL, 2, 1);
-        test_fused_case(400, 1, 70, 70, 12, 5, 1, NC_TANH, NC_MAXPOOL, 2, 3);
+        test_fused_case(400, 1, 70, 70, 12, 5, 1, NC_TANH, NC_MAXPOOL, 2, 3); /* with version 15's staged outputs */
+        test_fused_case(200, 1, 70, 70, 12, 5, 0, NC_TANH, NC_MAXPOOL, 2, 0); /* and floats, 16 bytes a copy */
         test_fused_case(30, 1, 30, 30, 400, 7, 1, NC_TANH, NC_MAXPOOL, 2, 2);
         test_fused_case(2, 1, 421, 300, 6, 5, 1, NC_RELU, -1, 1, 1);
         test_fused_case(4000, 3, 12, 12, 5, 3, 1, NC_RELU, NC_MAXPOOL, 2, 0);
