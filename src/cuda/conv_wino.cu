@@ -1056,12 +1056,12 @@ __global__ void __launch_bounds__(wr7_geom<C, M, H, W, P, NW, WT, CS, BANDS>::NT
      * the channel first, so that a warp's loads of P spread over the banks; alone, a window's four outputs of a row,
      * the windows first, so that a warp's stores run along the rows (with a whole row's windows an item, along the
      * channel's plane). */
-    auto at_row = [&](const float *pp,
-                      float(&o)[OW]) { /* A^T of the ten points of P at pp */
-                                       const float4 a = *(const float4 *)pp, b = *(const float4 *)(pp + 4);
-                                       const float2 c = *(const float2 *)(pp + 8);
-                                       const float t[NP] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w, c.x, c.y};
-                                       wr10_at(t, o[0], o[1], o[2], o[3]);
+    /* A^T of the ten points of P at pp */
+    auto at_row = [&](const float *pp, float(&o)[OW]) {
+        const float4 a = *(const float4 *)pp, b = *(const float4 *)(pp + 4);
+        const float2 c = *(const float2 *)(pp + 8);
+        const float t[NP] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w, c.x, c.y};
+        wr10_at(t, o[0], o[1], o[2], o[3]);
     };
     auto phase3 = [&](int it) {
         const int n = it / (BANDS * GROUPS), w0 = (it % GROUPS) * NW;
