@@ -14,9 +14,9 @@
  *                   9  tc-fp16: version 7 on mma.sync fp16 (m16n8k16, fp32 sums; reduced precision)
  *                  10  tc-bf16: version 7 on mma.sync bf16 (m16n8k16, fp32 sums; reduced precision)
  *   conv_wino.cu   15  winograd: F(4 x 4, 5 x 5) minimal filtering in fp32 (K = 5 second layers), F(4, 5) along
- *                      the rows (2017's, 2018 spring's and 2019 spring's first layers, fused and alone; 2019
- *                      fall's, fused), F(4, 7) along the rows (K = 7 second layers and 2018 fall's and 2020's first
- *                      layers, fused and alone); its own bits
+ *                      the rows (2017's, 2018 spring's and 2019 spring's first layers, fused and alone, but 2018
+ *                      spring's fused, F(6, 5); 2019 fall's, fused), F(4, 7) along the rows (K = 7 second layers and
+ *                      2018 fall's and 2020's first layers, fused and alone); its own bits
  *
  * Every launcher computes y (B, M, H-K+1, W-K+1) from x (B, C, H, W), k (M, C, K, K) and bias (M) or NULL,
  * enqueued on `stream` (C linkage, so that tests/gpu/test_conv_ladder.c calls them too); it fails with NC_ERR_ARG for a
@@ -104,12 +104,12 @@ int nc_conv_launch_directc(float *y, const float *x, const float *k, const float
  * 6 x 30 x 30 -> 16 alone; F(4, 7) along the rows on 12 x 33 x 33 -> 24 pooled 2/2 and 4 x 40 x 40 -> 16 pooled
  * 4/4, K = 7 (max or average), and on both alone (no activation); F(4, 5) along the rows on 2017's first layer,
  * 1 x 28 x 28 -> 50, on uint8 pixels (pixels 1) or floats, alone or pooled 2/2; on uint8 pixels or floats, fused as
- * their networks run them, F(4, 5) along the rows on 2018 spring's, 1 x 64 x 64 -> 6, and 2019 spring's, 1 x 48 x 48
- * -> 6, and F(4, 7) on 2018 fall's, 1 x 72 x 72 -> 12 (tanh and 2/2 max pooling only), and 2020's, 1 x 86 x 86 -> 4
- * (any activation, 2/2 pooling), and each of these four alone on floats; F(4, 5) along the rows on 2019 fall's,
- * 1 x 70 x 70 -> 12, on uint8 pixels or floats, fused only (tanh and 2/2 max pooling). The launcher takes
- * nc_conv_launch_fused's arguments; NC_ERR_ARG for a layer it does not take, and on a first layer for y not 16-byte
- * aligned. */
+ * their networks run them, F(6, 5) along the rows on 2018 spring's, 1 x 64 x 64 -> 6 (alone: F(4, 5)), F(4, 5) on
+ * 2019 spring's, 1 x 48 x 48 -> 6, and F(4, 7) on 2018 fall's, 1 x 72 x 72 -> 12 (tanh and 2/2 max pooling only), and
+ * 2020's, 1 x 86 x 86 -> 4 (any activation, 2/2 pooling), and each of these four alone on floats; F(4, 5) along the
+ * rows on 2019 fall's, 1 x 70 x 70 -> 12, on uint8 pixels or floats, fused only (tanh and 2/2 max pooling). The
+ * launcher takes nc_conv_launch_fused's arguments; NC_ERR_ARG for a layer it does not take, and on a first layer for y
+ * not 16-byte aligned. */
 int nc_conv_wino_takes(int C, int H, int W, int M, int K, const nc_conv_epilogue *e, int pixels);
 int nc_conv_launch_wino_fused(float *y, const float *x, const uint8_t *x_u8, const nc_conv_lut *lut, const float *k,
                               const float *bias, int B, int C, int H, int W, int M, int K, const nc_conv_epilogue *e,

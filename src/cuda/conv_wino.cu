@@ -1,9 +1,9 @@
 /*
  * Version 15, winograd: Winograd's minimal filtering in fp32, a kernel a layer shape: F(4 x 4, 5 x 5) for the zoo's
  * K = 5 second layers, alone or fused with bias, activation and 2/2 pooling; F(4, 5) along the rows for 2017's,
- * 2018 spring's, 2019 spring's and 2019 fall's first layers and F(4, 7) for 2018 fall's and 2020's, fused as their
- * networks run them (below, "first layers, along rows"); and F(4, 7) along the rows for the K = 7 second layers, fused
- * (below, "K = 7 second layers, along rows").
+ * 2019 spring's and 2019 fall's first layers, F(6, 5) for 2018 spring's and F(4, 7) for 2018 fall's and 2020's, fused
+ * as their networks run them (below, "first layers, along rows"); and F(4, 7) along the rows for the K = 7 second
+ * layers, fused (below, "K = 7 second layers, along rows").
  *
  * A 4 x 4 tile of outputs of one output channel is A^T [sum over c of (G g_c G^T) . (B^T d_c B)] A, where d_c is the
  * tile's 8 x 8 input patch of channel c and g_c the 5 x 5 weights: 64 multiply-adds a tile, input channel and output
@@ -106,14 +106,19 @@ __device__ __forceinline__ void wr10_bt(const float (&d)[10], float (&v)[10]) {
     pair(3, -27, 273, -273, 27, -36, 364, -364, 36);
 }
 
-/* U = G g for point xi of F(4, 7) and a kernel row g (7 weights): N sum_j a^j g_j in double, rounded once; infinity's
- * row, N g_6. */
-__device__ __forceinline__ float wr10_u(const float *g, int xi) {
-    const double n = wr10_N[xi], a = wr10_a[xi];
-    if (xi == 9) return (float)(n * (double)g[6]);
+/* F(6, 5) on the same ten points (first layers, along the rows): the same B^T; A^T's columns scaled to integers by
+ * 3^5 at +-1/3 and +-4/3, so N is F(4, 7)'s with those four entries over 9. */
+__constant__ double wr65_N[10] = {1.0 / 144,    1.0 / 896,    1.0 / 896,     1.0 / 748800,  1.0 / 748800,
+                                  -1.0 / 19200, -1.0 / 19200, -1.0 / 218400, -1.0 / 218400, 1.0 / 81};
+
+/* U = G g for point xi of F(4, 7) (R = 7) or F(6, 5) (R = 5) and a kernel row g (R weights): N sum_j a^j g_j in
+ * double, rounded once; infinity's row, N g_(R-1). */
+template <int R = 7> __device__ __forceinline__ float wr10_u(const float *g, int xi) {
+    const double n = R == 7 ? wr10_N[xi] : wr65_N[xi], a = wr10_a[xi];
+    if (xi == 9) return (float)(n * (double)g[R - 1]);
     double s = 0.0, p = n;
 #pragma unroll
-    for (int j = 0; j < 7; j++) s += p * (double)g[j], p *= a;
+    for (int j = 0; j < R; j++) s += p * (double)g[j], p *= a;
     return (float)s;
 }
 
@@ -125,6 +130,18 @@ __device__ __forceinline__ void wr10_at(const float (&m)[10], float &o0, float &
     o1 = fmaf(36.0f, d7, fmaf(9.0f, d5, fmaf(3.0f, d3, d1)));
     o2 = fmaf(48.0f, s7, fmaf(3.0f, s5, fmaf(9.0f, s3, s1)));
     o3 = fmaf(64.0f, d7, fmaf(27.0f, d3, d1) + d5) + m[9];
+}
+
+/* Outputs 0 to 5 of A^T m, F(6, 5)'s output transform (28 operations). */
+__device__ __forceinline__ void wr65_at(const float (&m)[10], float (&o)[6]) {
+    const float s1 = m[1] + m[2], d1 = m[1] - m[2], s3 = m[3] + m[4], d3 = m[3] - m[4];
+    const float s5 = m[5] + m[6], d5 = m[5] - m[6], s7 = m[7] + m[8], d7 = m[7] - m[8];
+    o[0] = fmaf(243.0f, s5 + s7, m[0] + s1 + s3);
+    o[1] = fmaf(324.0f, d7, fmaf(81.0f, d5, fmaf(3.0f, d3, d1)));
+    o[2] = fmaf(432.0f, s7, fmaf(27.0f, s5, fmaf(9.0f, s3, s1)));
+    o[3] = fmaf(576.0f, d7, fmaf(9.0f, d5, fmaf(27.0f, d3, d1)));
+    o[4] = fmaf(768.0f, s7, fmaf(3.0f, s5, fmaf(81.0f, s3, s1)));
+    o[5] = fmaf(1024.0f, d7, fmaf(243.0f, d3, d1) + d5) + m[9];
 }
 
 /* A layer's outputs that count, and its tiles: TH rows of TW tiles of 4 x 4 (P = 1: no pooling; 2: 2/2). */
@@ -574,6 +591,22 @@ __global__ void __launch_bounds__(64 * MG, MINB)
  * K + 3 multiply-adds a kernel row and window where the direct sum does 4 K, and one output transform for the K.
  * K = 5 has the 2-D kernels' points, B^T, A^T and G; K = 7 those of the K = 7 second layers (below).
  *
+ * OW = 6: F(6, 5), on the ten points of F(4, 7) (the same B^T; wr65_at, wr65_N), a window of six outputs, 10
+ * multiply-adds a kernel row and window where the direct sum does 30 (F(4, 5): 8 for 20), and A^T's 28 operations for
+ * six outputs where F(4, 5)'s 16 give four; pooled 2/2 only, three pooled outputs a window and row, stored a float at
+ * a time. Its rounding, simulated with the zoo's weights on test images (bench/ab/wino_rows_error.py), is at most 1.2%
+ * of the exact tolerance on 2018 spring's first layer (F(4, 5) 0.5%, the direct fp32 sum 0.3%; its mean error 1.6
+ * times F(4, 5)'s), 1.4% to 3.5% on the others. 2018
+ * spring's layer (60 outputs a row: ten windows of six, fifteen of four) runs it in two bands of rows, two pairs at a
+ * time, fused on pixels / floats 0.2440 / 0.2540 ms -> 0.2296 / 0.2254 (H200, N = 10000, 2026-11-28 23:44,
+ * bench/results/gpu-2026-11-28-s64-ab.log; F(4, 5) in two bands 0.2611 on pixels, F(6, 5) in one band or a pair at a
+ * time 0.239-0.250). Measured there and left out: 2019 fall's (66 outputs a row, eleven windows; 0.631 / 0.611 ->
+ * 0.637 / 0.608 at best: the FFMAs' share of the instructions rose from 41% to 47%, but ncu's barrier stalls went
+ * from 0.36 to 0.87 an issue and the issue slots' use from 71% to 59%, likely as three bands of 132 threads are 13
+ * warps, four on one of an SM's schedulers and three on the others, where F(4, 5)'s 20 are five on each), 2019
+ * spring's (44 outputs a row, eight windows with four outputs past the row: 0.160 -> 0.180 at best) and 2017's
+ * (24: 0.293 -> 0.296).
+ *
  * A block takes images in turn. Their pixels (uint8, turned into floats through the lut) or floats are copied by
  * cp.async, 16 bytes a copy (8 or 4 where an image's bytes are no multiple of 16; by plain loads where the input is
  * not 16-byte aligned), while the block computes the image before. V = B^T of every window of every input row goes to
@@ -581,7 +614,7 @@ __global__ void __launch_bounds__(64 * MG, MINB)
  * for its channel (5 x 8 floats, in double rounded once; K = 7: 7 x 10) in registers for the block's life, and walks
  * down the rows 2 Q at a time, K + 2 Q - 1 rows of V (two 16-byte loads each; K = 7: and an 8-byte one) for 2 Q K
  * (K + 3) multiply-adds, A^T, the epilogue and the stores; where a layer has few output channels (2019 spring's 6,
- * 2020's 4) or a block holds few threads (2018 spring's on floats), R threads take a (channel, window), each a band of
+ * 2020's 4) or a block holds few threads (2018 spring's), R threads take a (channel, window), each a band of
  * Ho / R rows. Q = 2 or 3 (four or six rows an iteration, where a band's rows allow) loads fewer rows of V an output
  * row: 4 16-byte loads where Q = 1 takes 6 (K = 5, Q = 2). In session 58 (H200, N = 10000, bench/ab
  * conv_one, docs/PERFORMANCE-LOG.md, 2026-11-28 13:50) that took, fused on pixels / floats, 2017's first layer 0.313
@@ -640,38 +673,42 @@ template <int Yw> __device__ __forceinline__ void wrow_store_pair(float *y, int 
     }
 }
 
-/* The same into shared memory (OS: y's order, no alignment to keep), a float at a time. */
-template <int Yw, bool OS> __device__ __forceinline__ void wrow_out_pair(float *y, int c, float v0, float v1) {
-    if constexpr (OS) {
-        if (c < Yw) y[0] = v0;
-        if (c + 1 < Yw) y[1] = v1;
+/* A window's N pooled outputs c .. c + N - 1 of a row of Yw, those that count (c < Yw): a pair as wrow_store_pair; into
+ * shared memory (OS: y's order, no alignment to keep), or N = 3, a float at a time. */
+template <int Yw, bool OS, int N> __device__ __forceinline__ void wrow_out(float *y, int c, const float (&v)[N]) {
+    if constexpr (OS || N != 2) {
+#pragma unroll
+        for (int i = 0; i < N; i++)
+            if (c + i < Yw) y[i] = v[i];
     } else {
-        wrow_store_pair<Yw>(y, c, v0, v1);
+        wrow_store_pair<Yw>(y, c, v[0], v[1]);
     }
 }
 
-template <int M, int H, int W, int K, int R = 1> struct wrow_geom {
-    static constexpr int Ho = H - K + 1, Wo = W - K + 1, NP = (Wo + 3) / 4;      /* windows of four outputs a row */
-    static constexpr int YF = M * (Ho / 2) * (Wo / 2);                           /* an image's outputs pooled 2/2 */
-    static constexpr int NPT = K + 3, VQ = (NPT + 3) / 4;                        /* points; V's float4s a window */
-    static constexpr int NT = (M * NP * R + 31) / 32 * 32, VF = H * VQ * NP * 4; /* threads; V's floats */
+/* OW: a window's outputs, 4 (F(4, 5), F(4, 7)) or 6 (F(6, 5): K = 5, pooled 2/2 only). */
+template <int M, int H, int W, int K, int R = 1, int OW = 4> struct wrow_geom {
+    static constexpr int Ho = H - K + 1, Wo = W - K + 1, NP = (Wo + OW - 1) / OW; /* windows a row */
+    static constexpr int YF = M * (Ho / 2) * (Wo / 2);                            /* an image's outputs pooled 2/2 */
+    static constexpr int NPT = K + OW - 1, VQ = (NPT + 3) / 4;                    /* points; V's float4s a window */
+    static constexpr int NT = (M * NP * R + 31) / 32 * 32, VF = H * VQ * NP * 4;  /* threads; V's floats */
     /* An image's floats in shared memory, rounded up to 16 bytes (what follows it is stored as float4s). */
     static constexpr __host__ __device__ int xf(bool u8) { return (H * W * (u8 ? 1 : 4) + 15) / 16 * 4; }
 };
 
-template <int M, int H, int W, int K, int P, int EPI, bool U8, int MINB, int R = 1, int Q = 1, bool OS = false>
-__global__ void __launch_bounds__(wrow_geom<M, H, W, K, R>::NT, MINB)
+template <int M, int H, int W, int K, int P, int EPI, bool U8, int MINB, int R = 1, int Q = 1, bool OS = false,
+          int OW = 4>
+__global__ void __launch_bounds__(wrow_geom<M, H, W, K, R, OW>::NT, MINB)
     conv_wino_rows_kernel(float *__restrict__ y, const float *__restrict__ x, const uint8_t *__restrict__ xu,
                           const nc_conv_lut lut, const float *__restrict__ k, const float *__restrict__ bias, int B,
                           int act_arg, int pool_arg, int aligned) {
-    using G = wrow_geom<M, H, W, K, R>;
+    using G = wrow_geom<M, H, W, K, R, OW>;
     constexpr int NP = G::NP, NT = G::NT, Ho = G::Ho, Wo = G::Wo, Yh = P == 2 ? Ho / 2 : Ho, Yw = P == 2 ? Wo / 2 : Wo;
     constexpr int NPT = G::NPT, VQ = G::VQ;
     constexpr int XB = H * W * (U8 ? 1 : 4), XF = G::xf(U8), VF = G::VF; /* an image's bytes; floats */
     constexpr int CG = XB % 16 == 0 ? 16 : XB % 8 == 0 ? 8 : 4;          /* bytes a copy: every image's start aligned */
-    constexpr bool EDGE = 4 * NP + NPT - 4 > W;            /* the last window reads past the row: zeros there */
-    constexpr bool PART = 4 * NP > (P == 2 ? 2 * Yw : Wo); /* the last window's outputs past those that count */
-    static_assert(K == 5 || K == 7, "F(4, 5) or F(4, 7)");
+    constexpr bool EDGE = OW * NP + NPT - OW > W;           /* the last window reads past the row: zeros there */
+    constexpr bool PART = OW * NP > (P == 2 ? 2 * Yw : Wo); /* the last window's outputs past those that count */
+    static_assert((K == 5 || K == 7) && (OW == 4 || (OW == 6 && K == 5 && P == 2)), "F(4, 5), F(4, 7) or F(6, 5)");
     static_assert(Ho % (2 * R) == 0 && XB % 4 == 0, "bands of pairs of rows, 4-, 8- or 16-byte copies");
     constexpr int BR = Ho / R, BQ = BR / (2 * Q) * 2 * Q; /* a band's rows; those taken Q pairs at a time */
     static_assert(P == 2 || Wo % 2 == 0, "unpooled rows: 16-byte words, or 8-byte pairs where Wo = 2 mod 4");
@@ -698,13 +735,13 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R>::NT, MINB)
         for (int i = 0; i < K; i++) g[i] = k[(m * K + kh) * K + i];
 #pragma unroll
         for (int a = 0; a < NPT; a++) {
-            if constexpr (K == 5) {
+            if constexpr (NPT == 8) {
                 double s = 0.0;
 #pragma unroll
                 for (int i = 0; i < 5; i++) s += wino_G[a][i] * (double)g[i];
                 u[kh][a] = (float)s;
             } else {
-                u[kh][a] = wr10_u(g, a);
+                u[kh][a] = wr10_u<K>(g, a);
             }
         }
     }
@@ -755,7 +792,7 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R>::NT, MINB)
             float d[NPT], v[VQ * 4];
 #pragma unroll
             for (int i = 0; i < NPT; i++) {
-                const int col = 4 * j + i;
+                const int col = OW * j + i;
                 if (EDGE && col >= W)
                     d[i] = 0.0f;
                 else if (U8)
@@ -763,7 +800,7 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R>::NT, MINB)
                 else
                     d[i] = X[r * W + col];
             }
-            if constexpr (K == 5)
+            if constexpr (NPT == 8)
                 wino_bt(d, reinterpret_cast<float(&)[8]>(v));
             else
                 wr10_bt(d, reinterpret_cast<float(&)[10]>(v));
@@ -808,35 +845,38 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R>::NT, MINB)
 #pragma unroll
             for (int q = 0; q < QQ; q++) { /* output rows y0 + 2 q and y0 + 2 q + 1 */
                 const int yq = y0 + 2 * q;
-                float o[2][4];
+                float o[2][OW];
 #pragma unroll
                 for (int j = 0; j < 2; j++)
-                    if constexpr (K == 5)
+                    if constexpr (OW == 6)
+                        wr65_at(reinterpret_cast<float(&)[10]>(acc[2 * q + j]), o[j]);
+                    else if constexpr (K == 5)
                         wino_at(reinterpret_cast<float(&)[8]>(acc[2 * q + j]), o[j]);
                     else
                         wr10_at(reinterpret_cast<float(&)[10]>(acc[2 * q + j]), o[j][0], o[j][1], o[j][2], o[j][3]);
+                constexpr int PW = OW / 2; /* a window's pooled outputs a row */
                 if (P == 2 && pool == NC_MAXPOOL) {
-                    float v[2];
+                    float v[PW];
 #pragma unroll
-                    for (int w = 0; w < 2; w++) {
+                    for (int w = 0; w < PW; w++) {
                         v[w] = fmaxf(fmaxf(fmaxf(o[0][2 * w], o[0][2 * w + 1]), o[1][2 * w]), o[1][2 * w + 1]);
                         if (bias) v[w] += bm;
                     }
                     nc_act_n(act, v);
-                    wrow_out_pair<Yw, OS>(&yn[(yq / 2) * Yw + 2 * p], PART ? 2 * p : 0, v[0], v[1]);
+                    wrow_out<Yw, OS>(&yn[(yq / 2) * Yw + PW * p], PART ? PW * p : 0, v);
                 } else {
 #pragma unroll
                     for (int i = 0; i < 2; i++)
 #pragma unroll
-                        for (int j = 0; j < 4; j++)
+                        for (int j = 0; j < OW; j++)
                             if (bias) o[i][j] += bm;
-                    nc_act_n(act, reinterpret_cast<float(&)[8]>(o));
+                    nc_act_n(act, reinterpret_cast<float(&)[2 * OW]>(o));
                     if (P == 2) { /* average pooling: the window's sum in the order i, j */
-                        float v[2];
+                        float v[PW];
 #pragma unroll
-                        for (int w = 0; w < 2; w++)
+                        for (int w = 0; w < PW; w++)
                             v[w] = (o[0][2 * w] + o[0][2 * w + 1] + o[1][2 * w] + o[1][2 * w + 1]) / 4.0f;
-                        wrow_out_pair<Yw, OS>(&yn[(yq / 2) * Yw + 2 * p], PART ? 2 * p : 0, v[0], v[1]);
+                        wrow_out<Yw, OS>(&yn[(yq / 2) * Yw + PW * p], PART ? PW * p : 0, v);
                     } else if constexpr (Wo % 4 == 0) {
 #pragma unroll
                         for (int i = 0; i < 2; i++)
@@ -1263,26 +1303,27 @@ typedef struct {
     wino_fit *fit;
 } wrow_entry;
 
-template <int M, int H, int W, int K, int P, int EPI, bool U8, int MINB, int R = 1, int Q = 1, bool OS = false>
+template <int M, int H, int W, int K, int P, int EPI, bool U8, int MINB, int R = 1, int Q = 1, bool OS = false,
+          int OW = 4>
 static wrow_entry wrow_make() {
     static wino_fit fit;
-    using G = wrow_geom<M, H, W, K, R>;
+    using G = wrow_geom<M, H, W, K, R, OW>;
     /* two images, V, the outputs staged (OS) and the pixels' lut */
     constexpr size_t smem = (size_t)(2 * G::xf(U8) + G::VF + (OS ? G::YF : 0) + (U8 ? 256 : 0)) * sizeof(float);
     static_assert(smem <= 227 * 1024, "a block's shared memory");
     return wrow_entry{
-        H, W, M, K, P, EPI, U8, G::NT, smem, conv_wino_rows_kernel<M, H, W, K, P, EPI, U8, MINB, R, Q, OS>, &fit,
+        H, W, M, K, P, EPI, U8, G::NT, smem, conv_wino_rows_kernel<M, H, W, K, P, EPI, U8, MINB, R, Q, OS, OW>, &fit,
     };
 }
 
 /* 2017's first layer, 1 x 28 x 28 -> 50: on pixels fused as its network runs it (tanh, 2/2 max pooling) or with any
  * other epilogue; on floats alone (as the bench times a layer alone) or with any epilogue. 2018 fall's, 1 x 72 x 72
- * -> 12, K = 7, 2018 spring's, 1 x 64 x 64 -> 6, and 2019 spring's, 1 x 48 x 48 -> 6: fused as their networks run
- * them (tanh, 2/2 max pooling), and the last two on floats alone too (one band of rows, two pairs at a time: on the
- * H200, B 10000, 0.1731 and 0.3066 ms against version 13's 0.2238 and 0.3900; two bands, or one pair at a time,
- * 0.1874-0.2003 and 0.3071-0.3222; bench/results/gpu-2026-11-28-s60-ab.log); 2020's, 1 x 86 x 86 -> 4, K = 7, with
- * any activation and 2/2 pooling (its network: ReLU), and alone on floats (four bands, two pairs at a time: 0.4713 ms
- * against version 14's 0.6545; two bands 0.5763, one 0.6751). 2018 fall's alone on floats too, its 66 outputs a row
+ * -> 12, K = 7, 2018 spring's, 1 x 64 x 64 -> 6 (fused: F(6, 5)), and 2019 spring's, 1 x 48 x 48 -> 6: fused as their
+ * networks run them (tanh, 2/2 max pooling), and the last two on floats alone too (one band of rows, two pairs at a
+ * time: on the H200, B 10000, 0.1731 and 0.3066 ms against version 13's 0.2238 and 0.3900; two bands, or one pair at a
+ * time, 0.1874-0.2003 and 0.3071-0.3222; bench/results/gpu-2026-11-28-s60-ab.log); 2020's, 1 x 86 x 86 -> 4, K = 7,
+ * with any activation and 2/2 pooling (its network: ReLU), and alone on floats (four bands, two pairs at a time: 0.4713
+ * ms against version 14's 0.6545; two bands 0.5763, one 0.6751). 2018 fall's alone on floats too, its 66 outputs a row
  * 16 windows and a half stored as 8-byte pairs (one band, three pairs at a time: 0.834 ms against version 14's
  * 1.289; bench/results/gpu-2026-11-28-s61-ab.log). 2019 fall's, 1 x 70 x 70 -> 12, fused as its network runs it,
  * its outputs staged (OS). Fused, each on pixels (images of its size) or floats (the
@@ -1299,8 +1340,9 @@ static const wrow_entry *wrow_for(int H, int W, int M, int K, const nc_conv_epil
         wrow_make<50, 28, 28, 5, 2, WINO_EPI_ANY, false, 2>(),
         wrow_make<12, 72, 72, 7, 2, WINO_EPI_TANH_MAX, true, 1, 1, 3>(),  /* 2018 fall, fused: pixels of its size */
         wrow_make<12, 72, 72, 7, 2, WINO_EPI_TANH_MAX, false, 1, 1, 3>(), /* floats (28 x 28 images upscaled) */
-        wrow_make<6, 64, 64, 5, 2, WINO_EPI_TANH_MAX, true, 1, 1, 2>(),   /* 2018 spring */
-        wrow_make<6, 64, 64, 5, 2, WINO_EPI_TANH_MAX, false, 1, 2>(),     /* floats: two bands */
+        /* 2018 spring: F(6, 5), two bands, two pairs at a time */
+        wrow_make<6, 64, 64, 5, 2, WINO_EPI_TANH_MAX, true, 1, 2, 2, false, 6>(),
+        wrow_make<6, 64, 64, 5, 2, WINO_EPI_TANH_MAX, false, 1, 2, 2, false, 6>(),
         /* 2019 spring: two bands, two pairs at a time */
         wrow_make<6, 48, 48, 5, 2, WINO_EPI_TANH_MAX, true, 4, 2, 2>(),
         wrow_make<6, 48, 48, 5, 2, WINO_EPI_TANH_MAX, false, 4, 2, 2>(),
