@@ -552,9 +552,9 @@ static void test_winograd(void) {
      * of 11 pairs of rows, two pairs at a time and the last alone); 2020's 86 x 86 pixels an image copied 4 bytes at a
      * time (7396 is no multiple of 8), its 80 outputs a row 20 whole windows, 2019 spring's 44 eleven; 2018 spring's
      * 60 ten windows of six (F(6, 5), its three pooled outputs a window stored a float at a time), in two bands of 15
-     * pairs of rows, two at a time and the last alone. Each also alone on floats, its rows of four stored as 16-byte words: 2018 spring's and 2019
-     * spring's in one band of 30 and 22 pairs of rows, two at a time (2019 spring's last pair alone), 2020's in four
-     * bands of 10. */
+     * pairs of rows, two at a time and the last alone. Each also alone on floats, its rows of four stored as 16-byte
+     * words: 2018 spring's and 2019 spring's in one band of 30 and 22 pairs of rows, two at a time (2019 spring's last
+     * pair alone), 2020's in four bands of 10. */
     const nc_conv_epilogue relu_max2 = {NC_RELU, NC_MAXPOOL, 2, 2};
     const struct { int H, M, K, act; } firsts[3] = {{64, 6, 5, NC_TANH}, {48, 6, 5, NC_TANH}, {86, 4, 7, NC_RELU}};
     for (int f = 0; f < 3; f++) {
