@@ -611,13 +611,13 @@ __global__ void __launch_bounds__(64 * MG, MINB)
  * cp.async, 16 bytes a copy (8 or 4 where an image's bytes are no multiple of 16; by plain loads where the input is
  * not 16-byte aligned), while the block computes the image before. V = B^T of every window of every input row goes to
  * shared memory, a window a thread. Then a thread takes one output channel m and one window column p: it keeps U = G g
- * for its channel (5 x 8 floats, in double rounded once; K = 7: 7 x 10) in registers for the block's life, and walks
- * down the rows 2 Q at a time, K + 2 Q - 1 rows of V (two 16-byte loads each; K = 7: and an 8-byte one) for 2 Q K
- * (K + 3) multiply-adds, A^T, the epilogue and the stores; where a layer has few output channels (2019 spring's 6,
- * 2020's 4) or a block holds few threads (2018 spring's), R threads take a (channel, window), each a band of
- * Ho / R rows. Q = 2 or 3 (four or six rows an iteration, where a band's rows allow) loads fewer rows of V an output
- * row: 4 16-byte loads where Q = 1 takes 6 (K = 5, Q = 2). In session 58 (H200, N = 10000, bench/ab
- * conv_one, docs/PERFORMANCE-LOG.md, 2026-11-28 13:50) that took, fused on pixels / floats, 2017's first layer 0.313
+ * for its channel (5 x 8 floats, in double rounded once; K = 7 or OW = 6: K x 10) in registers for the block's life,
+ * and walks down the rows 2 Q at a time, K + 2 Q - 1 rows of V (two 16-byte loads each; ten points: and an 8-byte
+ * one) for 2 Q K (K + OW - 1) multiply-adds, A^T, the epilogue and the stores; where a layer has few output channels
+ * (2019 spring's 6, 2020's 4) or a block holds few threads (2018 spring's), R threads take a (channel, window), each a
+ * band of Ho / R rows. Q = 2 or 3 (four or six rows an iteration, where a band's rows allow) loads fewer rows of V an
+ * output row: 4 16-byte loads where Q = 1 takes 6 (K = 5, Q = 2). In session 58 (H200, N = 10000, bench/ab conv_one,
+ * docs/PERFORMANCE-LOG.md, 2026-11-28 13:50) that took, fused on pixels / floats, 2017's first layer 0.313
  * -> 0.290 ms (Q = 2; under ReLU and 2/2 max pooling 0.309 -> 0.275), 2018 spring's 0.262 -> 0.242 (Q = 2; on floats
  * two bands instead of one, 0.315 -> 0.256), 2018 fall's 1.094 / 1.071 -> 0.980 / 0.954 (Q = 3), 2020's 0.570 / 0.526
  * -> 0.517 / 0.478 (Q = 2); 2019 spring's went from 3 to 4 blocks an SM (96 registers, 24 bytes spilled), 0.170 /
