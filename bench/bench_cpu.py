@@ -36,7 +36,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 import ncpy  # noqa: E402  (the architecture text as a torch model, shared with the oracle tests)
 
-# The course's architectures (docs: DESIGN.md), for --seeded.
+# The course's architectures (models/README.md's table), for --seeded.
 COURSE = {
     "seeded-2017": ("1x28x28 raw", "conv 50 5; tanh; maxpool 2 2; flatten; dense 500 bias; tanh; dense 10 bias; "
                     "softmax"),

@@ -37,7 +37,7 @@ echo "tests: $((SECONDS - t0)) s" | tee -a "$LOG"
 
 ZOO=/tmp/zoo
 mkdir -p $ZOO
-# The zoo's files, and seeded models of the course architectures (DESIGN.md's table) it does not have yet.
+# The zoo's files, and seeded models of the course architectures (models/README.md's table) it does not have yet.
 MODELS=()
 ls models/*.safetensors >/dev/null 2>&1 && MODELS=(models/*.safetensors)
 init() { "$NC" init --name "$1" --input "$2" --layers "$3" --seed 1 -o "$ZOO/$1.safetensors"; }

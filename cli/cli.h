@@ -17,9 +17,18 @@ int cli_usage_error(const char *fmt, ...)
     ;
 /* Parses a non-negative int option value; returns 0 and prints the error if it is not one. */
 int cli_parse_int(const char *opt, const char *s, long lo, long hi, long *out);
+/* getopt_long with nanoconv's own messages: an unknown option or a missing value prints "nanoconv: error: COMMAND:
+ * ..." (argv[0] is the command) and returns '?'. */
+struct option;
+int cli_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts);
+/* Parses a decimal number option value from lo to hi; returns 0 and prints the error if it is not one. */
+int cli_parse_number(const char *opt, const char *s, double lo, double hi, double *out);
 /* Parses --devices: a count of GPUs from 1 to NC_MAX_DEVICES, or "all" (NC_ALL_DEVICES); returns 0 and prints the
  * error if it is neither. */
 int cli_parse_devices(const char *s, int *out);
+/* Checks an output file's name as the option gives it, before minutes of work that could not be saved
+ * (nc_check_output_path). Returns 0 and prints the error if it will not do. */
+int cli_output_path(const char *opt, const char *path);
 /* Whether a backend name is one of the GPU backends (cuda, cudnn). */
 int cli_is_gpu_backend(const char *backend);
 /* For a GPU backend, page-locks ds's images (nc_dataset_pin), so that a run uploads them from where they are. Where

@@ -29,6 +29,7 @@
 #include "core/error.h"
 #include "core/model.h"
 #include "cpu/backend_cpu.h"
+#include "io/atomic_file.h"
 #ifdef NC_HAVE_CUDA
 #include "cuda/bench_gpu.h"
 #endif
@@ -569,7 +570,7 @@ static void usage(void) {
         "      --threads T       CPU threads (default: OpenMP's)\n"
         "      --chunk B         images per thread chunk (default: the backend's choice)\n"
         "      --conv-kernel V   convolution kernel (1 direct, 2 implicit GEMM; 0 = per layer)\n"
-        "      --peak-seconds S  time for the FMA peak measurement (default 0.6)\n"
+        "      --peak-seconds S  seconds for the FMA peak measurement, 0.01 to 60 (default 0.6)\n"
         "The environment variable NANOCONV_CPU_ISA=scalar|avx2|avx512 forces the cpu backend's code path.\n"
         "`nanoconv bench-gpu` is this command with --backend cuda in front.\n",
         MAX_NS);
@@ -632,11 +633,10 @@ int cmd_bench(int argc, char **argv) {
     memset(&a, 0, sizeof a);
     a.peak_seconds = 0.6;
     const char *n_text = NULL;
-    long v;
     int c;
     char msg[192];
     optind = 1;
-    while ((c = getopt_long(argc, argv, "m:n:h", longopts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "m:n:h", longopts)) != -1) {
         switch (c) {
         case 'm':
             if (a.n_models == MAX_MODELS) return cli_usage_error("bench: at most %d models", MAX_MODELS);
@@ -668,8 +668,7 @@ int cmd_bench(int argc, char **argv) {
             if (!cli_parse_int("--reps", optarg, 1, 256, &a.reps)) return EXIT_USAGE;
             break;
         case OPT_PEAK:
-            if (!cli_parse_int("--peak-seconds", optarg, 0, 60, &v)) return EXIT_USAGE;
-            a.peak_seconds = v > 0 ? (double)v : 0.6;
+            if (!cli_parse_number("--peak-seconds", optarg, 0.01, 60, &a.peak_seconds)) return EXIT_USAGE;
             a.peak_set = 1;
             break;
         case OPT_SWEEP: a.sweep = 1; break;
@@ -689,7 +688,10 @@ int cmd_bench(int argc, char **argv) {
             if (!parse_versions(optarg, &a.versions))
                 return cli_usage_error("bench: --versions takes conv versions 1 to 31 as 5,6,9, not '%s'", optarg);
             break;
-        case OPT_JSON: a.json_path = optarg; break;
+        case OPT_JSON:
+            if (!cli_output_path("--json", optarg)) return EXIT_USAGE;
+            a.json_path = optarg;
+            break;
         case OPT_DATA: a.data_dir = optarg; break;
         case 'h': usage(); return 0;
         default: return EXIT_USAGE;
@@ -746,13 +748,20 @@ int cmd_bench(int argc, char **argv) {
     if (gpu) rc = bench_on_gpu(&a, out, &err);
 #endif
     if (!gpu) rc = bench_on_cpu(&a, out, &err);
-    /* The JSON is written also when a check failed: it holds what differed. */
+    /* The JSON is written also when a check failed: it holds what differed. Whole or not at all, as --logits. */
     if ((!rc || (gpu && rc == NC_ERR_MISMATCH)) && a.json_path) {
         char *s = cJSON_Print(out);
-        FILE *f = s ? fopen(a.json_path, "w") : NULL;
-        int ok = f && fputs(s, f) >= 0;
-        if (f && fclose(f) != 0) ok = 0;
-        if (!ok && !rc) rc = nc_fail(&err, NC_ERR_IO, "%s: could not be written", a.json_path);
+        nc_error werr = {0};
+        const void *part = s;
+        const size_t len = s ? strlen(s) : 0;
+        const int wrc = s ? nc_write_file_atomic(a.json_path, &part, &len, 1, &werr)
+                          : nc_fail(&werr, NC_ERR_NOMEM, "%s: cannot format the JSON: out of memory", a.json_path);
+        if (wrc && !rc) {
+            rc = wrc;
+            err = werr;
+        } else if (wrc) { /* the check's failure is the exit status; say this too */
+            fprintf(stderr, "nanoconv: error: %s\n", werr.msg);
+        }
         cJSON_free(s);
     }
     cJSON_Delete(out);

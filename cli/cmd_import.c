@@ -18,11 +18,14 @@ int cmd_import_mxnet(int argc, char **argv) {
     const char *input = NULL, *name = NULL, *out = NULL;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "o:h", longopts)) != -1) {
         switch (c) {
         case OPT_INPUT: input = optarg; break;
         case OPT_NAME: name = optarg; break;
-        case 'o': out = optarg; break;
+        case 'o':
+            if (!cli_output_path("-o", optarg)) return EXIT_USAGE;
+            out = optarg;
+            break;
         case 'h':
             printf("usage: nanoconv import-mxnet NAME-symbol.json NAME-EPOCH.params -o OUT.safetensors "
                    "[--input CxHxW] [--name NAME]\n\n"

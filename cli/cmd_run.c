@@ -189,7 +189,7 @@ int eval_main(int argc, char **argv, const eval_hook *hook) {
     long n = -1;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "m:n:h", longopts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "m:n:h", longopts)) != -1) {
         int r = run_option(&a, c, optarg);
         if (r < 0) return EXIT_USAGE;
         if (r) continue;
@@ -253,6 +253,11 @@ int eval_main(int argc, char **argv, const eval_hook *hook) {
         }
     }
     rc = open_session(&a, &m, &s, a.json, &err);
+    if (!rc) {
+        char what[4200]; /* the split, and a folder name of up to 4096 bytes */
+        snprintf(what, sizeof what, "the %s labels in %s", split, data_dir ? data_dir : nc_default_data_dir());
+        rc = nc_dataset_check_labels(&ds, (int)n, nc_model_num_classes(m), what, &err);
+    }
     if (!rc) cli_pin_images(a.backend, &ds);
     if (!rc && !(pred = malloc((size_t)n * sizeof *pred))) rc = nc_fail(&err, NC_ERR_NOMEM, "out of memory");
     nc_timing t;
@@ -299,7 +304,7 @@ int cmd_predict(int argc, char **argv) {
     long n = -1;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "m:n:h", longopts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "m:n:h", longopts)) != -1) {
         int r = run_option(&a, c, optarg);
         if (r < 0) return EXIT_USAGE;
         if (r) continue;
@@ -309,7 +314,10 @@ int cmd_predict(int argc, char **argv) {
             break;
         case OPT_IMAGES: images = optarg; break;
         case OPT_LABELS: labels = optarg; break;
-        case OPT_LOGITS: logits_path = optarg; break;
+        case OPT_LOGITS:
+            if (!cli_output_path("--logits", optarg)) return EXIT_USAGE;
+            logits_path = optarg;
+            break;
         case 'h':
             printf("usage: nanoconv predict --model FILE --images IDX --labels IDX [-n N] [--logits OUT] [options]\n\n"
                    "Prints the predicted class of each image, one a line (or one JSON object with --json).\n"
@@ -382,10 +390,11 @@ int cmd_predict(int argc, char **argv) {
 }
 
 int cmd_info(int argc, char **argv) {
-    if (argc != 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         printf("usage: nanoconv info MODEL\n\nPrints the model's layers: shape in, shape out, parameters, FLOPs.\n");
-        return argc == 2 ? 0 : EXIT_USAGE;
+        return 0;
     }
+    if (argc != 2) return cli_usage_error("info takes one model file (usage: nanoconv info MODEL)");
     nc_error err = {0};
     nc_model *m = NULL;
     if (nc_model_load(&m, argv[1], &err)) return cli_fail(&err);
@@ -406,7 +415,7 @@ int cmd_init(int argc, char **argv) {
     long seed = 1;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "o:h", longopts)) != -1) {
         switch (c) {
         case OPT_NAME: name = optarg; break;
         case OPT_INPUT: input = optarg; break;
@@ -414,7 +423,10 @@ int cmd_init(int argc, char **argv) {
         case OPT_SEED:
             if (!cli_parse_int("--seed", optarg, 0, 1L << 62, &seed)) return EXIT_USAGE;
             break;
-        case 'o': out = optarg; break;
+        case 'o':
+            if (!cli_output_path("-o", optarg)) return EXIT_USAGE;
+            out = optarg;
+            break;
         case 'h':
             printf("usage: nanoconv init --name NAME --input '1x28x28 raw' --layers 'conv 50 5; tanh; ...' "
                    "[--seed S] -o FILE\n\nWrites an untrained model with seeded random weights "

@@ -1,8 +1,6 @@
 /* nanoconv train: trains a model on the CPU on the 60000 training images, evaluating t10k after each epoch. */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,15 +54,10 @@ static const char train_help[] =
     "      --limit N          train on the first N training images only (for tests)\n\n"
     "Progress goes to stderr: a progress bar on a terminal, else one line per epoch.\n";
 
-/* Parses a float option value in [lo, hi]; returns 0 and prints the error if it is not one. */
+/* cli_parse_number, as a float. */
 static int parse_float(const char *opt, const char *s, double lo, double hi, float *out) {
-    char *end;
-    errno = 0;
-    const double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi) {
-        cli_usage_error("%s takes a number from %g to %g, not '%s'", opt, lo, hi, s);
-        return 0;
-    }
+    double v;
+    if (!cli_parse_number(opt, s, lo, hi, &v)) return 0;
     *out = (float)v;
     return 1;
 }
@@ -112,22 +105,6 @@ static void on_progress(const nc_train_progress *p, void *user) {
     fflush(stderr);
 }
 
-/* Fails early, before minutes of training, if the output's folder cannot be written. */
-static int check_writable(const char *path) {
-    char dir[4096];
-    if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir) return cli_usage_error("train: -o path too long");
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == dir)
-        dir[1] = '\0';
-    else
-        *slash = '\0';
-    if (access(dir, W_OK) != 0)
-        return cli_usage_error("train: cannot write to folder '%s' for -o %s: %s", dir, path, strerror(errno));
-    return 0;
-}
-
 int cmd_train(int argc, char **argv) {
     static const struct option longopts[] = {{"arch-input", required_argument, 0, OPT_ARCH_INPUT},
                                              {"layers", required_argument, 0, OPT_LAYERS},
@@ -154,12 +131,15 @@ int cmd_train(int argc, char **argv) {
     long v, threads = 0;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "o:h", longopts)) != -1) {
         switch (c) {
         case OPT_ARCH_INPUT: arch_input = optarg; break;
         case OPT_LAYERS: layers = optarg; break;
         case OPT_NAME: name = optarg; break;
-        case 'o': out = optarg; break;
+        case 'o':
+            if (!cli_output_path("-o", optarg)) return EXIT_USAGE;
+            out = optarg;
+            break;
         case OPT_INIT: init = optarg; break;
         case OPT_DATA: data_dir = optarg; break;
         case OPT_EPOCHS:
@@ -221,7 +201,6 @@ int cmd_train(int argc, char **argv) {
     if (!init && (!arch_input || !layers || !name))
         return cli_usage_error("train: --arch-input, --layers and --name are required (or --init MODEL)");
     if (!lr_given && o.optimizer == NC_OPT_SGD) o.lr = 0.01f;
-    if (check_writable(out)) return EXIT_USAGE;
     if (threads) omp_set_num_threads((int)threads);
 
     nc_error err = {0};

@@ -1,5 +1,7 @@
 /* nanoconv: the command-line entry point and the subcommand table. */
 #include <errno.h>
+#include <getopt.h>
+#include <math.h> /* isfinite */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +9,7 @@
 
 #include "cli.h"
 #include "core/error.h"
+#include "io/atomic_file.h"
 #ifdef NC_HAVE_CUDA
 #include "cuda/cuda_layers.h"
 #endif
@@ -60,6 +63,51 @@ int cli_parse_int(const char *opt, const char *s, long lo, long hi, long *out) {
     return 0;
 }
 
+int cli_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts) {
+    char so[32] = ":"; /* a leading ':' tells a missing value from an unknown option */
+    strncat(so, shortopts, sizeof so - 2);
+    opterr = 0;
+    const int before = optind;
+    const int c = getopt_long(argc, argv, so, longopts, NULL);
+    if (c != ':' && c != '?') return c;
+    /* The argument at fault: getopt_long steps past it, but not past a cluster of short options (-zq) it is still in.
+     */
+    const char *arg = optind > before ? argv[optind - 1] : argv[optind];
+    if (strncmp(arg, "--", 2) != 0) { /* a short option: optopt is its letter */
+        if (c == ':')
+            cli_usage_error("%s: option '-%c' needs a value", argv[0], optopt);
+        else
+            cli_usage_error("%s: unknown option '-%c' (%s --help lists them)", argv[0], optopt, argv[0]);
+        return '?';
+    }
+    const char *name = arg + 2, *eq = strchr(name, '=');
+    const int len = eq ? (int)(eq - name) : (int)strlen(name);
+    if (c == ':') {
+        cli_usage_error("%s: option '--%.*s' needs a value", argv[0], len, name);
+    } else if (optopt) { /* a known option given a value it does not take */
+        cli_usage_error("%s: option '--%.*s' takes no value", argv[0], len, name);
+    } else {
+        /* getopt_long takes a long option's unique beginning: several options that begin so are ambiguous. */
+        int begin = 0;
+        for (const struct option *o = longopts; o->name; o++) begin += len && !strncmp(o->name, name, (size_t)len);
+        cli_usage_error("%s: %s option '--%.*s' (%s --help lists them)", argv[0], begin > 1 ? "ambiguous" : "unknown",
+                        len, name, argv[0]);
+    }
+    return '?';
+}
+
+int cli_parse_number(const char *opt, const char *s, double lo, double hi, double *out) {
+    char *end;
+    errno = 0;
+    const double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi) {
+        cli_usage_error("%s takes a number from %g to %g, not '%s'", opt, lo, hi, s);
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
 int cli_parse_devices(const char *s, int *out) {
     long v;
     if (!strcmp(s, "all"))
@@ -70,6 +118,17 @@ int cli_parse_devices(const char *s, int *out) {
     }
     *out = (int)v;
     return 1;
+}
+
+int cli_output_path(const char *opt, const char *path) {
+    nc_error err = {0};
+    if (!path[0])
+        cli_usage_error("%s takes a file name, not an empty one", opt);
+    else if (nc_check_output_path(path, &err))
+        cli_usage_error("%s %s", opt, err.msg);
+    else
+        return 1;
+    return 0;
 }
 
 int cli_is_gpu_backend(const char *backend) {

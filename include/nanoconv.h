@@ -67,6 +67,11 @@ const char *nc_default_data_dir(void);
  * nanoconv was built without CUDA or the machine has no GPU: ds is then as it was, and runs work as on any memory. */
 int nc_dataset_pin(nc_dataset *ds, nc_error *err);
 
+/* Checks that the first n labels name one of a model's classes (0 .. classes - 1): a label no prediction can match
+ * means a corrupt labels file or the wrong model. NC_ERR_MISMATCH naming the first that does not, prefixed by what
+ * (the labels' file, say). */
+int nc_dataset_check_labels(const nc_dataset *ds, int n, int classes, const char *what, nc_error *err);
+
 void nc_dataset_free(nc_dataset *ds);
 
 /* Resizes one image from (h, w) to (S, S) bit for bit as the course did:
@@ -117,13 +122,13 @@ typedef struct nc_run_opts {
     int threads;     /* CPU threads; 0 = OpenMP's default */
     int conv_kernel; /* convolution kernel version; 0 = the backend's default (cuda: the fastest exact version
                         for each layer shape, measured once and cached) */
-    int device;      /* GPU index */
+    int device;      /* GPU index (GPU backends; the others refuse any but 0) */
     int devices;     /* GPU backends: the GPUs a run's images are spread over, from `device` on: 0 or 1, one; N > 1,
                         N of them; NC_ALL_DEVICES, every one from `device` on. nc_session_run splits the images into
                         as many contiguous shares, runs them at once, one GPU each, and gathers the results */
     size_t chunk;    /* images per chunk; 0 = the backend chooses */
     int precision;   /* cuda backend: 0 fp32 (exact, default); on the tensor cores: 1 tf32, 3 fp16, 4 bf16
-                        (reduced precision), 2 3xtf32 (near-exact); --precision; other backends ignore it */
+                        (reduced precision), 2 3xtf32 (near-exact); --precision; the other backends refuse any but 0 */
     int dense_sums;  /* cuda backend at fp32: NC_DENSE_SUMS_SLICES (0, default) the dense layers of more than 32
                         outputs on the int8 tensor cores, their operands cut into three 8-bit slices and the products
                         summed exactly in integers; NC_DENSE_SUMS_FP32 every dense layer on fp32 fma sums in k's order
@@ -143,15 +148,19 @@ const char *const *nc_backend_names(void);
 
 /* Binds a model to a backend ("cpu-ref", "cpu", "cuda", "cudnn"), which builds
  * its execution plan. Fails with NC_ERR_ARG for an unknown name and with
- * NC_ERR_UNAVAILABLE where the backend cannot run here (no GPU). */
+ * NC_ERR_UNAVAILABLE where the backend cannot run here (no GPU). The session
+ * keeps a pointer to m: free it only after nc_session_free. */
 int nc_session_create(nc_session **out, const nc_model *m, const char *backend, const nc_run_opts *opts, nc_error *err);
 
 /* Runs the network on n images of (h, w) pixels. The images are resized and
- * scaled as the model says. pred is (n), the argmax of each output (ties to the
- * lowest index); logits, if not NULL, is (n, classes), the final layer's output.
- * t, if not NULL, receives the timings. On several GPUs (nc_run_opts.devices)
- * each GPU takes a contiguous share of the images, and a layer's Op Time is the
- * slowest GPU's time for its share. */
+ * scaled as the model says: a model of one input channel takes images of its
+ * input size, or, where its input is square, images no larger in either side,
+ * upscaled as the course did (NC_ERR_MISMATCH otherwise; NC_ERR_ARG for h or w
+ * under 1, or images or pred NULL where n > 0). pred is (n), the argmax of each
+ * output (ties to the lowest index); logits, if not NULL, is (n, classes), the
+ * final layer's output. t, if not NULL, receives the timings. On several GPUs
+ * (nc_run_opts.devices) each GPU takes a contiguous share of the images, and a
+ * layer's Op Time is the slowest GPU's time for its share. */
 int nc_session_run(nc_session *s, const uint8_t *images, int n, int h, int w, int *pred, float *logits, nc_timing *t,
                    nc_error *err);
 

@@ -32,6 +32,9 @@ typedef struct nc_backend {
     /* The GPU backends: how many GPUs this machine has (NC_ERR_UNAVAILABLE where none), so that a session may
      * spread a run over several, a plan each (nc_run_opts.devices). NULL for the CPU backends. */
     int (*device_count)(int *count, nc_error *err);
+    /* 1 where it runs nc_run_opts.precision's reduced precisions (tf32 ... bf16) as asked, 0 where it computes in
+     * fp32 only: a session refuses them there rather than run fp32 under their name. */
+    int reduced_precision;
 } nc_backend;
 
 /* The backends, defined by each one's own source file. The GPU ones exist

@@ -292,6 +292,15 @@ static int weight_count_ok(const nc_layer *l, size_t *out) {
 }
 
 int nc_model_build(nc_model **out, const char *name, const char *input_text, const char *layers_text, nc_error *err) {
+    int rc = nc_model_parse(out, name, input_text, layers_text, err);
+    if (!rc && (rc = nc_model_alloc_params(*out, err))) {
+        nc_model_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+int nc_model_parse(nc_model **out, const char *name, const char *input_text, const char *layers_text, nc_error *err) {
     *out = NULL;
     nc_model *m = calloc(1, sizeof *m);
     if (!m) return nc_fail(err, NC_ERR_NOMEM, "cannot allocate the model");
@@ -347,15 +356,23 @@ int nc_model_build(nc_model **out, const char *name, const char *input_text, con
         total += w + nc_layer_bias_count(l);
     }
 
-    /* One allocation for every parameter: layer 0's weight, its bias, layer 1's weight, ... in order. */
     m->n_params = total;
+    *out = m;
+    return NC_OK;
+
+fail:
+    nc_model_free(m);
+    return rc;
+}
+
+int nc_model_alloc_params(nc_model *m, nc_error *err) {
+    /* One allocation for every parameter: layer 0's weight, its bias, layer 1's weight, ... in order. */
+    const size_t total = m->n_params;
     m->params = malloc(total ? total * sizeof(float) : 1);
-    if (!m->params) {
-        rc = nc_fail(err, NC_ERR_NOMEM, "cannot allocate %zu parameters (%zu bytes)", total, total * sizeof(float));
-        goto fail;
-    }
+    if (!m->params)
+        return nc_fail(err, NC_ERR_NOMEM, "cannot allocate %zu parameters (%zu bytes)", total, total * sizeof(float));
     float *q = m->params;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < m->n_layers; i++) {
         nc_layer *l = &m->layers[i];
         size_t w = nc_layer_weight_count(l), b = nc_layer_bias_count(l);
         l->weight = w ? q : NULL;
@@ -363,12 +380,7 @@ int nc_model_build(nc_model **out, const char *name, const char *input_text, con
         l->bias = b ? q : NULL;
         q += b;
     }
-    *out = m;
     return NC_OK;
-
-fail:
-    nc_model_free(m);
-    return rc;
 }
 
 void nc_model_free(nc_model *m) {

@@ -71,6 +71,11 @@ struct nc_model {
 /* Parses the architecture text and infers every layer's shape; allocates
  * params (uninitialised) and points the layers into it. */
 int nc_model_build(nc_model **out, const char *name, const char *input_text, const char *layers_text, nc_error *err);
+/* nc_model_build in two steps. parse: the layers and their shapes, n_params counted, params and the layers' weight and
+ * bias NULL (nc_model_free frees it). alloc_params: params allocated and pointed into. A file's loader checks that its
+ * data holds the n_params in between, so that a short header cannot ask for terabytes. */
+int nc_model_parse(nc_model **out, const char *name, const char *input_text, const char *layers_text, nc_error *err);
+int nc_model_alloc_params(nc_model *m, nc_error *err);
 
 /* Writes the architecture back as text (the inverse of nc_model_build). */
 void nc_model_input_text(const nc_model *m, char *buf, size_t n);

@@ -101,6 +101,14 @@ int nc_session_create(nc_session **out, const nc_model *m, const char *backend, 
     }
     nc_run_opts o = {0};
     if (opts) o = *opts;
+    if (o.precision != 0 && !b->reduced_precision) /* 0: fp32 */
+        return nc_fail(err, NC_ERR_ARG,
+                       "--precision: backend '%s' computes in fp32 only (the reduced precisions "
+                       "are the cuda backend's)",
+                       b->name);
+    if (o.device != 0 && !b->device_count)
+        return nc_fail(err, NC_ERR_ARG, "--device %d: backend '%s' runs on the CPU (only cuda and cudnn take GPUs)",
+                       o.device, b->name);
     int n_plans, rc = session_plans(b, &o, &n_plans, err);
     if (rc) return rc;
     nc_session *s = calloc(1, sizeof *s);
@@ -198,7 +206,11 @@ static int session_run_shares(nc_session *s, const uint8_t *images, int n, int h
 
 int nc_session_run(nc_session *s, const uint8_t *images, int n, int h, int w, int *pred, float *logits, nc_timing *t,
                    nc_error *err) {
+    if (!s) return nc_fail(err, NC_ERR_ARG, "nc_session_run: no session (NULL)");
     if (n < 0) return nc_fail(err, NC_ERR_ARG, "negative image count %d", n);
+    if (h < 1 || w < 1) return nc_fail(err, NC_ERR_ARG, "images of %dx%d pixels: a side must be at least 1", h, w);
+    if (n > 0 && (!images || !pred))
+        return nc_fail(err, NC_ERR_ARG, "nc_session_run: %s is NULL for %d images", images ? "pred" : "images", n);
     int rc = nc_model_check_input(s->model, h, w, err);
     if (rc) return rc;
     nc_timing local;

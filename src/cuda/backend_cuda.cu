@@ -389,9 +389,11 @@ static int cuda_run(void *plan, const uint8_t *images, int n, int h, int w, int 
     return nc_gpu_run(&p->g, cuda_forward, p, images, n, h, w, pred, logits, t, err);
 }
 
-/* Positional, as C++17 has no designated initialisers: name, description, create, run, destroy, device_count. */
+/* Positional, as C++17 has no designated initialisers: name, description, create, run, destroy, device_count,
+ * reduced_precision. */
 extern "C" const nc_backend nc_backend_cuda = {
     "cuda",       "our own CUDA kernels for every layer (--conv-kernel picks the convolution)",
     cuda_create,  cuda_run,
     cuda_destroy, nc_gpu_device_count,
+    1,
 };

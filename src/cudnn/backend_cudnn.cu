@@ -413,7 +413,8 @@ static int dnn_run(void *plan, const uint8_t *images, int n, int h, int w, int *
     return rc;
 }
 
-/* Positional, as C++17 has no designated initialisers: name, description, create, run, destroy, device_count. */
+/* Positional, as C++17 has no designated initialisers: name, description, create, run, destroy, device_count; fp32
+ * only (reduced_precision 0). */
 extern "C" const nc_backend nc_backend_cudnn = {
     "cudnn",     "cuDNN convolution, activation, pooling and softmax, cuBLAS dense layers (the vendor baseline)",
     dnn_create,  dnn_run,

@@ -1,48 +1,144 @@
 /* Files written whole or not at all (atomic_file.h). */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700 /* realpath */
 #include "io/atomic_file.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Writes the parts to fd, which write_parts closes; the first step that failed, NULL if none (errno its reason). */
+static const char *write_parts(int fd, const void *const *data, const size_t *size, int n, int sync) {
+    const char *step = NULL;
+    int why = 0;
+    for (int i = 0; i < n && !step; i++)
+        for (size_t done = 0; done < size[i] && !step;) {
+            const ssize_t k = write(fd, (const char *)data[i] + done, size[i] - done);
+            if (k > 0)
+                done += (size_t)k;
+            else if (k < 0 && errno == EINTR)
+                continue;
+            else {
+                step = "write";
+                why = k < 0 ? errno : EIO;
+            }
+        }
+    if (!step && sync && fsync(fd) != 0) {
+        step = "fsync";
+        why = errno;
+    }
+    if (close(fd) != 0 && !step) {
+        step = "close";
+        why = errno;
+    }
+    errno = why;
+    return step;
+}
+
+/* Where a write to path goes. */
+typedef struct {
+    int fd; /* 1 or 2: path is the process's own stdout or stderr (/dev/stdout, or the file the shell opened for it):
+               written through that descriptor, after what stdio holds for it; else -1 */
+    int stream; /* a character device or a FIFO (/dev/null, a pipe), which no file can replace: written into */
+    char *dest; /* a symbolic link's target (realpath), replaced where it is; NULL where path is the file */
+} out_target;
+
+static int out_classify(const char *path, out_target *t, nc_error *err) {
+    memset(t, 0, sizeof *t);
+    t->fd = -1;
+    if (!path || !path[0]) return nc_fail(err, NC_ERR_ARG, "no file name to write to (an empty path)");
+    struct stat st, lst;
+    if (stat(path, &st) != 0) {
+        if (errno != ENOENT) return nc_fail(err, NC_ERR_IO, "%s: %s", path, strerror(errno));
+        if (lstat(path, &lst) == 0)
+            return nc_fail(err, NC_ERR_IO, "%s: is a symbolic link to a file that does not exist; not replaced", path);
+        return NC_OK; /* a new file */
+    }
+    for (int fd = 1; fd <= 2; fd++) {
+        struct stat fs;
+        if (fstat(fd, &fs) == 0 && fs.st_dev == st.st_dev && fs.st_ino == st.st_ino) {
+            t->fd = fd;
+            return NC_OK;
+        }
+    }
+    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
+        t->stream = 1;
+        return NC_OK;
+    }
+    if (S_ISDIR(st.st_mode)) return nc_fail(err, NC_ERR_IO, "%s: is a directory, not a file name", path);
+    if (!S_ISREG(st.st_mode))
+        return nc_fail(err, NC_ERR_IO, "%s: is not a regular file (a socket or a block device); not replaced", path);
+    if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode) && !(t->dest = realpath(path, NULL)))
+        return nc_fail(err, NC_ERR_IO, "%s: cannot resolve the symbolic link: %s", path, strerror(errno));
+    return NC_OK;
+}
+
+int nc_check_output_path(const char *path, nc_error *err) {
+    out_target t;
+    int rc = out_classify(path, &t, err);
+    if (rc || t.fd >= 0 || t.stream) return rc;
+    /* A file, new or replaced: its folder (that of the file a symbolic link points to) must take a new file. */
+    const char *p = t.dest ? t.dest : path, *slash = strrchr(p, '/');
+    char *dir = slash ? strndup(p, slash == p ? 1 : (size_t)(slash - p)) : strdup(".");
+    if (!dir)
+        rc = nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", path);
+    else if (access(dir, W_OK | X_OK) != 0)
+        rc = nc_fail(err, NC_ERR_IO, "%s: cannot write to folder '%s': %s", path, dir, strerror(errno));
+    free(dir);
+    free(t.dest);
+    return rc;
+}
+
 int nc_write_file_atomic(const char *path, const void *const *data, const size_t *size, int n, nc_error *err) {
-    const size_t plen = strlen(path);
+    out_target t;
+    int rc = out_classify(path, &t, err);
+    if (rc) return rc;
+    if (t.fd >= 0 || t.stream) {
+        int fd = -1;
+        if (t.fd >= 0) {
+            fflush(t.fd == 1 ? stdout : stderr);
+            fd = dup(t.fd);
+        } else {
+            fd = open(path, O_WRONLY);
+        }
+        if (fd < 0) return nc_fail(err, NC_ERR_IO, "%s: cannot open for writing: %s", path, strerror(errno));
+        const char *step = write_parts(fd, data, size, n, 0);
+        return step ? nc_fail(err, NC_ERR_IO, "%s: cannot write: %s: %s", path, step, strerror(errno)) : NC_OK;
+    }
+    const char *target = t.dest ? t.dest : path;
+
+    const size_t plen = strlen(target);
     char *tmp = malloc(plen + sizeof ".tmp.XXXXXX");
-    if (!tmp) return nc_fail(err, NC_ERR_NOMEM, "%s: cannot allocate the temporary file name", path);
-    memcpy(tmp, path, plen);
+    if (!tmp) {
+        free(t.dest);
+        return nc_fail(err, NC_ERR_NOMEM, "%s: cannot allocate the temporary file name", path);
+    }
+    memcpy(tmp, target, plen);
     memcpy(tmp + plen, ".tmp.XXXXXX", sizeof ".tmp.XXXXXX");
+    rc = NC_OK;
     const int fd = mkstemp(tmp);
     if (fd < 0) {
-        const int rc = nc_fail(err, NC_ERR_IO, "%s: cannot create a temporary file %s: %s", path, tmp, strerror(errno));
-        free(tmp);
-        return rc;
+        rc = nc_fail(err, NC_ERR_IO, "%s: cannot create a temporary file %s: %s", path, tmp, strerror(errno));
+    } else {
+        const char *step = fchmod(fd, 0644) != 0 ? "chmod" : NULL;
+        if (step) {
+            const int why = errno;
+            close(fd);
+            errno = why;
+        } else {
+            step = write_parts(fd, data, size, n, 1);
+        }
+        if (step)
+            rc = nc_fail(err, NC_ERR_IO, "%s: cannot write %s: %s: %s", path, tmp, step, strerror(errno));
+        else if (rename(tmp, target) != 0)
+            rc = nc_fail(err, NC_ERR_IO, "%s: cannot rename %s onto %s: %s", path, tmp, t.dest ? t.dest : "it",
+                         strerror(errno));
+        if (rc) unlink(tmp);
     }
-    const char *step = NULL; /* the first step that failed, and its errno */
-    int why = 0;
-    FILE *f = NULL;
-    if (fchmod(fd, 0644) != 0)
-        step = "chmod";
-    else if (!(f = fdopen(fd, "wb")))
-        step = "fdopen";
-    for (int i = 0; i < n && !step; i++)
-        if (size[i] && fwrite(data[i], 1, size[i], f) != size[i]) step = "write";
-    if (!step && fflush(f) != 0) step = "flush";
-    if (!step && fsync(fileno(f)) != 0) step = "fsync";
-    if (step) why = errno;
-    if (!f)
-        close(fd);
-    else if (fclose(f) != 0 && !step)
-        step = "close", why = errno;
-    int rc = NC_OK;
-    if (step)
-        rc = nc_fail(err, NC_ERR_IO, "%s: cannot write %s: %s: %s", path, tmp, step, strerror(why));
-    else if (rename(tmp, path) != 0)
-        rc = nc_fail(err, NC_ERR_IO, "%s: cannot rename %s onto it: %s", path, tmp, strerror(errno));
-    if (rc) unlink(tmp);
     free(tmp);
+    free(t.dest);
     return rc;
 }

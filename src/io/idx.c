@@ -8,8 +8,9 @@
  * magic of 0 instead; for those the dimensions are taken from the role the caller
  * gives the file (images: n, h, w; labels: n).
  *
- * Files are read through zlib's gz* interface, which passes uncompressed files
- * through unchanged, so raw and gzip files are told apart by content, not name.
+ * A file that starts with gzip's magic (1f 8b) is inflated by zlib, member after member; what follows a member's end
+ * must be another member or the end of the file (zlib's gzread would skip anything else as trailing garbage). Other
+ * files are read as they are, so raw and gzip files are told apart by content, not name.
  * The header is read and checked first, so absurd dimensions are rejected before
  * anything is allocated; then exactly the promised number of bytes is read and the
  * file must end there. */
@@ -32,7 +33,8 @@
 #define IDX_TYPE_UBYTE 0x08u
 #define IDX_MAX_SIDE 65536u             /* larger image sides are certainly a corrupt header */
 #define IDX_MAX_BYTES ((size_t)1 << 31) /* 2 GiB of data: far beyond any data set this engine reads */
-#define IDX_CHUNK ((unsigned)1 << 30)   /* gzread takes an unsigned and returns an int: read in pieces */
+#define IDX_CHUNK ((unsigned)1 << 30)   /* inflate's avail_out is an unsigned: inflate in pieces */
+#define IDX_INBUF ((size_t)1 << 17)     /* the compressed bytes read at a time */
 #define DEFAULT_DATA_DIR "/usr/share/datasets/fashion-mnist"
 #define IDX_PATH_LEN 4096 /* Linux's PATH_MAX, without depending on which headers define it */
 
@@ -42,36 +44,143 @@ static uint32_t be32(const uint8_t *p) {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
 }
 
+/* An open IDX file: raw, or gzip inflated as it is read. */
+typedef struct {
+    FILE *f;
+    const char *path;
+    int gzip;     /* the file starts with gzip's magic */
+    int eof;      /* the file has no more bytes to read into in */
+    int between;  /* a gzip member has ended: another must follow, or the end of the file */
+    int done;     /* the last member has ended at the end of the file */
+    size_t taken; /* the file's bytes read into in so far */
+    int members;  /* gzip members begun */
+    size_t out;   /* bytes the last of them has given */
+    z_stream z;
+    uint8_t *in;            /* IDX_INBUF compressed bytes */
+    uint8_t head[2];        /* a raw file's first bytes, read to look for gzip's magic (a pipe cannot be rewound) */
+    size_t head_n, head_at; /* how many there are, and the next to be read */
+} idx_file;
+
+static int idx_open(idx_file *r, const char *path, nc_error *err) {
+    memset(r, 0, sizeof *r);
+    r->path = path;
+    if (!path[0]) return nc_fail(err, NC_ERR_ARG, "no IDX file name (an empty path)");
+    if (!(r->f = fopen(path, "rb"))) return nc_fail(err, NC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    uint8_t magic[2];
+    const size_t k = fread(magic, 1, 2, r->f);
+    if (k < 2 && ferror(r->f)) {
+        const int rc = nc_fail(err, NC_ERR_IO, "%s: read error at offset 0: %s", path, strerror(errno));
+        fclose(r->f);
+        return rc;
+    }
+    r->gzip = k == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    if (r->gzip) {
+        if (!(r->in = malloc(IDX_INBUF))) {
+            fclose(r->f);
+            return nc_fail(err, NC_ERR_NOMEM, "%s: cannot allocate the gzip input buffer", path);
+        }
+        memcpy(r->in, magic, 2);
+        r->z.next_in = r->in;
+        r->z.avail_in = 2;
+        r->taken = 2;
+        r->members = 1;
+        const int zr = inflateInit2(&r->z, 15 + 16); /* 32 KiB window, gzip wrapper only */
+        if (zr != Z_OK) {
+            free(r->in);
+            fclose(r->f);
+            return nc_fail(err, zr == Z_MEM_ERROR ? NC_ERR_NOMEM : NC_ERR_IO, "%s: cannot start zlib's inflate: %s",
+                           path, r->z.msg ? r->z.msg : zError(zr));
+        }
+    } else {
+        memcpy(r->head, magic, k);
+        r->head_n = k;
+    }
+    return NC_OK;
+}
+
+static void idx_close(idx_file *r) {
+    if (r->gzip) inflateEnd(&r->z);
+    free(r->in);
+    if (r->f) fclose(r->f);
+}
+
+/* Moves what is left of in to its start and reads the file into the rest, until in holds at least want bytes or the
+ * file ends. */
+static int idx_fill(idx_file *r, size_t want, nc_error *err) {
+    while (r->z.avail_in < want && !r->eof) {
+        memmove(r->in, r->z.next_in, r->z.avail_in);
+        r->z.next_in = r->in;
+        const size_t k = fread(r->in + r->z.avail_in, 1, IDX_INBUF - r->z.avail_in, r->f);
+        if (k == 0) {
+            if (ferror(r->f))
+                return nc_fail(err, NC_ERR_IO, "%s: read error at offset %zu: %s", r->path, r->taken, strerror(errno));
+            r->eof = 1;
+        }
+        r->z.avail_in += (unsigned)k;
+        r->taken += k;
+    }
+    return NC_OK;
+}
+
 /* Reads up to len bytes into buf, stopping early only at the end of the (decompressed) data
  * or on an error; *got is the count read. base is the decompressed offset the read starts at,
- * for messages. A gzip stream cut short is not a hard error for
- * zlib: gzread returns what it could inflate and leaves Z_BUF_ERROR ("unexpected end of
- * file") in gzerror; that is reported through *cut so that the caller can word it. Read
- * errors and corrupt streams fail here. */
-static int gz_read_full(gzFile gz, const char *path, size_t base, uint8_t *buf, size_t len, size_t *got, int *cut,
-                        nc_error *err) {
+ * for messages. A gzip stream that the file cuts short is reported through *cut, so that the
+ * caller can word it; read errors, corrupt streams and bytes after the last gzip member that
+ * start no other member fail here. */
+static int idx_read(idx_file *r, size_t base, uint8_t *buf, size_t len, size_t *got, int *cut, nc_error *err) {
     *got = 0;
     *cut = 0;
-    while (*got < len) {
-        size_t want = len - *got < IDX_CHUNK ? len - *got : IDX_CHUNK;
-        int r = gzread(gz, buf + *got, (unsigned)want);
-        if (r < 0) break;
-        *got += (size_t)r;
-        if ((size_t)r < want) break;
-    }
-    int errnum = Z_OK;
-    const char *zmsg = gzerror(gz, &errnum);
-    /* zlib words its messages "path: reason" (with strerror's text for Z_ERRNO); keep the reason. */
-    size_t path_len = strlen(path);
-    if (strncmp(zmsg, path, path_len) == 0 && zmsg[path_len] == ':' && zmsg[path_len + 1] == ' ') zmsg += path_len + 2;
-    if (errnum == Z_ERRNO) return nc_fail(err, NC_ERR_IO, "%s: read error at offset %zu: %s", path, base + *got, zmsg);
-    if (errnum == Z_BUF_ERROR) {
-        *cut = 1;
+    if (!r->gzip) {
+        const size_t h = r->head_n - r->head_at < len ? r->head_n - r->head_at : len;
+        memcpy(buf, r->head + r->head_at, h);
+        r->head_at += h;
+        *got = h + fread(buf + h, 1, len - h, r->f);
+        if (*got < len && ferror(r->f))
+            return nc_fail(err, NC_ERR_IO, "%s: read error at offset %zu: %s", r->path, base + *got, strerror(errno));
         return NC_OK;
     }
-    if (errnum != Z_OK) /* gzread drops the count of what it copied before such an error, so say "at or after". */
-        return nc_fail(err, NC_ERR_FORMAT, "%s: corrupt gzip stream at or after decompressed offset %zu: %s", path,
-                       base + *got, zmsg);
+    while (*got < len && !r->done) {
+        int rc = idx_fill(r, r->between ? 2 : 1, err);
+        if (rc) return rc;
+        if (r->between) { /* another member, or the end of the file */
+            if (r->z.avail_in == 0) {
+                r->done = 1;
+                break;
+            }
+            if (r->z.avail_in < 2 || r->z.next_in[0] != 0x1f || r->z.next_in[1] != 0x8b) {
+                const size_t at = r->taken - r->z.avail_in;
+                long size = -1;
+                if (fseek(r->f, 0, SEEK_END) == 0) size = ftell(r->f);
+                if (size < 0 || (size_t)size < at)
+                    return nc_fail(err, NC_ERR_FORMAT, "%s: trailing garbage after the gzip stream, at offset %zu",
+                                   r->path, at);
+                return nc_fail(err, NC_ERR_FORMAT,
+                               "%s: trailing garbage: %zu bytes after the gzip stream, which ends at offset %zu",
+                               r->path, (size_t)size - at, at);
+            }
+            inflateReset(&r->z);
+            r->between = 0;
+            r->members++;
+            r->out = 0;
+        }
+        const size_t want = len - *got < IDX_CHUNK ? len - *got : IDX_CHUNK;
+        r->z.next_out = buf + *got;
+        r->z.avail_out = (unsigned)want;
+        const int zr = inflate(&r->z, Z_NO_FLUSH);
+        *got += want - r->z.avail_out;
+        r->out += want - r->z.avail_out;
+        if (zr == Z_STREAM_END) {
+            r->between = 1;
+        } else if (zr == Z_BUF_ERROR) { /* no progress: the file ended inside a member (idx_fill read all of it) */
+            *cut = 1;
+            break;
+        } else if (zr == Z_MEM_ERROR) {
+            return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory in zlib's inflate", r->path);
+        } else if (zr != Z_OK) {
+            return nc_fail(err, NC_ERR_FORMAT, "%s: corrupt gzip stream at or after decompressed offset %zu: %s",
+                           r->path, base + *got, r->z.msg ? r->z.msg : zError(zr));
+        }
+    }
     return NC_OK;
 }
 
@@ -80,15 +189,9 @@ static int gz_read_full(gzFile gz, const char *path, size_t base, uint8_t *buf, 
 static int idx_load(const char *path, idx_role role, uint8_t **data, int *n_out, int *h_out, int *w_out,
                     nc_error *err) {
     *data = NULL;
-    errno = 0;
-    gzFile gz = gzopen(path, "rb");
-    if (!gz) {
-        /* gzopen leaves errno 0 when zlib itself could not allocate its state. */
-        if (errno == 0) return nc_fail(err, NC_ERR_NOMEM, "%s: cannot open: out of memory in zlib", path);
-        return nc_fail(err, NC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    }
-    /* A larger buffer than zlib's default 8 KiB reads the 47 MB training images about 10% faster. */
-    gzbuffer(gz, 1u << 17);
+    idx_file file;
+    int rc = idx_open(&file, path, err);
+    if (rc) return rc;
 
     const char *what = role == IDX_IMAGES ? "images" : "labels";
     const uint32_t expected_magic = role == IDX_IMAGES ? IDX_MAGIC_IMAGES : IDX_MAGIC_LABELS;
@@ -99,7 +202,7 @@ static int idx_load(const char *path, idx_role role, uint8_t **data, int *n_out,
     size_t got = 0;
     int cut = 0;
 
-    int rc = gz_read_full(gz, path, 0, header, header_len, &got, &cut, err);
+    rc = idx_read(&file, 0, header, header_len, &got, &cut, err);
     if (rc) goto done;
     if (got < 4) {
         rc = nc_fail(err, NC_ERR_FORMAT, "%s: truncated header: expected %zu bytes of IDX %s header, found %zu%s", path,
@@ -165,7 +268,7 @@ static int idx_load(const char *path, idx_role role, uint8_t **data, int *n_out,
         rc = nc_fail(err, NC_ERR_NOMEM, "%s: cannot allocate %zu bytes for %u %s", path, total, (unsigned)n, what);
         goto done;
     }
-    rc = gz_read_full(gz, path, header_len, buf, total, &got, &cut, err);
+    rc = idx_read(&file, header_len, buf, total, &got, &cut, err);
     if (rc) goto done;
     if (got < total) {
         rc = nc_fail(err, NC_ERR_FORMAT, "%s: truncated: expected %zu bytes of %s data after offset %zu, found %zu%s",
@@ -178,7 +281,7 @@ static int idx_load(const char *path, idx_role role, uint8_t **data, int *n_out,
     uint8_t extra[4096];
     size_t n_extra = 0;
     do {
-        rc = gz_read_full(gz, path, header_len + total + n_extra, extra, sizeof extra, &got, &cut, err);
+        rc = idx_read(&file, header_len + total + n_extra, extra, sizeof extra, &got, &cut, err);
         if (rc) goto done;
         n_extra += got;
     } while (got == sizeof extra);
@@ -186,6 +289,13 @@ static int idx_load(const char *path, idx_role role, uint8_t **data, int *n_out,
         rc = nc_fail(err, NC_ERR_FORMAT,
                      "%s: trailing garbage: expected the data to end at offset %zu (%s), found %zu more bytes", path,
                      header_len + total, dims, n_extra);
+        goto done;
+    }
+    if (cut && file.members > 1 && file.out == 0) {
+        rc = nc_fail(err, NC_ERR_FORMAT,
+                     "%s: trailing garbage: all %zu bytes of data are there, then the start of another gzip member "
+                     "that the file cuts short",
+                     path, header_len + total);
         goto done;
     }
     if (cut) {
@@ -203,7 +313,7 @@ static int idx_load(const char *path, idx_role role, uint8_t **data, int *n_out,
     *w_out = (int)w;
 done:
     free(buf);
-    gzclose(gz);
+    idx_close(&file);
     return rc;
 }
 
@@ -288,6 +398,14 @@ int nc_dataset_pin(nc_dataset *ds, nc_error *err) {
 #else
     return nc_fail(err, NC_ERR_UNAVAILABLE, "page-locking images: nanoconv was built without CUDA");
 #endif
+}
+
+int nc_dataset_check_labels(const nc_dataset *ds, int n, int classes, const char *what, nc_error *err) {
+    for (int i = 0; i < n && i < ds->n; i++)
+        if (ds->labels[i] >= classes)
+            return nc_fail(err, NC_ERR_MISMATCH, "%s: label %d of image %d is not below the model's %d classes", what,
+                           ds->labels[i], i, classes);
+    return NC_OK;
 }
 
 void nc_dataset_free(nc_dataset *ds) {

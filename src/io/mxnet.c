@@ -51,6 +51,7 @@
 /* Reads the whole file into buf (len bytes plus a NUL, so that cJSON can parse it where it lies). */
 static int read_whole(const char *path, uint64_t max, char **buf, size_t *len, nc_error *err) {
     *buf = NULL;
+    if (!path[0]) return nc_fail(err, NC_ERR_ARG, "no MXNet file name (an empty path)");
     FILE *f = fopen(path, "rb");
     if (!f) return nc_fail(err, NC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
@@ -600,7 +601,7 @@ static void dims_text(const int64_t *d, int n, char *buf, size_t size) {
     if (used < size) snprintf(buf + used, size - used, ")");
 }
 
-/* Copies the array "arg:" + param into dst after checking its dtype and its shape, want (ndim). */
+/* Checks the dtype and shape, want (ndim), of the array "arg:" + param; copies it into dst where dst is not NULL. */
 static int fill_param(const char *path, mx_array *arrays, size_t n, const mx_layer *l, const char *param, float *dst,
                       const int64_t *want, int ndim, const char *input, nc_error *err) {
     mx_array *a = NULL;
@@ -636,11 +637,12 @@ static int fill_param(const char *path, mx_array *arrays, size_t n, const mx_lay
                        path, i, param, a->at, got, l->node, l->node_name, l->op, need, input,
                        dense_in ? "; give the model's input size with --input" : "");
     }
-    memcpy(dst, a->data, a->count * sizeof(float));
+    if (dst) memcpy(dst, a->data, a->count * sizeof(float));
     return NC_OK;
 }
 
-/* Fills every layer's weight and bias from the arrays, then refuses arrays the network does not use. */
+/* Fills every layer's weight and bias from the arrays (where m's parameters are not allocated yet, only checks that
+ * the arrays fit them), then refuses arrays the network does not use. */
 static int fill_weights(nc_model *m, const mx_layer *layers, const char *path, mx_array *arrays, size_t n,
                         const char *input, nc_error *err) {
     int rc;
@@ -667,15 +669,16 @@ static int fill_weights(nc_model *m, const mx_layer *layers, const char *path, m
 
 /* ------------------------------------------------------------------ import */
 
-/* Builds the model from the layers, naming the MXNet node behind any layer the builder refuses. */
-static int build(nc_model **m, const char *path, const mx_layer *layers, int n, const char *name, const char *input,
-                 nc_error *err) {
+/* Parses the model of the layers (nc_model_parse: its parameters not yet allocated), naming the MXNet node behind any
+ * layer the parser refuses. */
+static int parse_model(nc_model **m, const char *path, const mx_layer *layers, int n, const char *name,
+                       const char *input, nc_error *err) {
     char text[2 * MX_MAX_OPS * (sizeof layers->text + 2)]; /* every layer and its "; " */
     size_t used = 0;
     text[0] = '\0';
     for (int i = 0; i < n; i++)
         used += (size_t)snprintf(text + used, sizeof text - used, "%s%s", i ? "; " : "", layers[i].text);
-    int rc = nc_model_build(m, name, input, text, err);
+    int rc = nc_model_parse(m, name, input, text, err);
     int li;
     if (rc && err && sscanf(err->msg, "layer %d:", &li) == 1 && li >= 0 && li < n)
         nc_error_prefix(err, "%s: node %d '%s' (%s), with input %s", path, layers[li].node, layers[li].node_name,
@@ -709,9 +712,13 @@ int nc_mxnet_import(nc_model **out, const char *symbol_path, const char *params_
 
     int rc = read_whole(symbol_path, MX_MAX_SYMBOL, &sym, &sym_len, err);
     if (!rc) rc = parse_symbol(symbol_path, sym, sym_len, &root, layers, &n_layers, err);
-    if (!rc) rc = build(&m, symbol_path, layers, n_layers, name, input, err);
+    if (!rc) rc = parse_model(&m, symbol_path, layers, n_layers, name, input, err);
     if (!rc) rc = read_whole(params_path, MX_MAX_PARAMS, &par, &par_len, err);
     if (!rc) rc = parse_params(params_path, (const unsigned char *)par, par_len, &arrays, &n_arrays, err);
+    /* Every array checked against its layer first, m's parameters not yet allocated: so that they are allocated only
+     * once the params file is known to hold them (a symbol file cannot ask for terabytes); then copied in. */
+    if (!rc) rc = fill_weights(m, layers, params_path, arrays, n_arrays, input, err);
+    if (!rc) rc = nc_model_alloc_params(m, err);
     if (!rc) rc = fill_weights(m, layers, params_path, arrays, n_arrays, input, err);
 
     free(arrays);

@@ -36,7 +36,7 @@ typedef struct {
     int is_bias;
     int ndim;
     size_t dims[4];
-    float *dst;   /* (count) inside the model's params */
+    float *dst;   /* (count) inside the model's params, once they are allocated */
     size_t count; /* product of dims */
     int seen;
     uint64_t begin; /* data_offsets[0], set when seen */
@@ -121,8 +121,17 @@ static int cmp_range(const void *a, const void *b) {
     return (x->begin > y->begin) - (x->begin < y->begin);
 }
 
-/* Reads the metadata and builds the (uninitialised) model it describes. */
+/* How many times key is a member of the object o: JSON leaves a repeated key's meaning open, and cJSON would take the
+ * first, so the keys this loader reads must each be there once. */
+static int key_count(const cJSON *o, const char *key) {
+    int n = 0;
+    for (const cJSON *e = o->child; e; e = e->next) n += strcmp(e->string, key) == 0;
+    return n;
+}
+
+/* Reads the metadata and parses the model it describes (nc_model_parse: its parameters not yet allocated). */
 static int build_from_metadata(nc_model **out, const cJSON *root, const char *path, nc_error *err) {
+    if (key_count(root, "__metadata__") > 1) return nc_fail(err, NC_ERR_FORMAT, "%s: __metadata__ appears twice", path);
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, "__metadata__");
     if (!meta)
         return nc_fail(err, NC_ERR_FORMAT,
@@ -134,7 +143,10 @@ static int build_from_metadata(nc_model **out, const cJSON *root, const char *pa
         if (!cJSON_IsString(e))
             return nc_fail(err, NC_ERR_FORMAT, "%s: __metadata__ value '%s' is not a string", path, e->string);
 
-    const char *keys[2] = {"nanoconv.input", "nanoconv.layers"};
+    static const char *const keys[3] = {"nanoconv.input", "nanoconv.layers", "nanoconv.name"}; /* the last optional */
+    for (int i = 0; i < 3; i++)
+        if (key_count(meta, keys[i]) > 1)
+            return nc_fail(err, NC_ERR_FORMAT, "%s: __metadata__ key '%s' appears twice", path, keys[i]);
     const char *vals[2];
     for (int i = 0; i < 2; i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(meta, keys[i]);
@@ -159,7 +171,7 @@ static int build_from_metadata(nc_model **out, const cJSON *root, const char *pa
         if (dot && dot != name) *dot = '\0';
     }
 
-    int rc = nc_model_build(out, name, vals[0], vals[1], err);
+    int rc = nc_model_parse(out, name, vals[0], vals[1], err);
     if (rc) nc_error_prefix(err, "%s", path);
     return rc;
 }
@@ -173,6 +185,10 @@ static int check_entries(const cJSON *root, const nc_model *m, st_tensor *t, int
         if (strcmp(name, "__metadata__") == 0) continue;
         if (!cJSON_IsObject(e))
             return nc_fail(err, NC_ERR_FORMAT, "%s: tensor '%s': entry is not an object", path, name);
+        static const char *const fields[] = {"dtype", "shape", "data_offsets"};
+        for (int i = 0; i < 3; i++)
+            if (key_count(e, fields[i]) > 1)
+                return nc_fail(err, NC_ERR_FORMAT, "%s: tensor '%s': \"%s\" appears twice", path, name, fields[i]);
 
         const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(e, "dtype");
         const cJSON *shape = cJSON_GetObjectItemCaseSensitive(e, "shape");
@@ -189,7 +205,7 @@ static int check_entries(const cJSON *root, const nc_model *m, st_tensor *t, int
         for (const cJSON *d = shape->child; d; d = d->next, ndim++) {
             uint64_t v;
             if (!json_u64(d, &v))
-                return nc_fail(err, NC_ERR_FORMAT, "%s: tensor '%s': shape entry %d is not a non-negative integer",
+                return nc_fail(err, NC_ERR_FORMAT, "%s: tensor '%s': shape entry %d is not an integer from 0 to 2^53",
                                path, name, ndim);
             dims[ndim] = (size_t)v;
             if (!nc_mul_ok(count, dims[ndim], &count))
@@ -199,9 +215,8 @@ static int check_entries(const cJSON *root, const nc_model *m, st_tensor *t, int
         if (!cJSON_IsArray(offs) || cJSON_GetArraySize(offs) != 2 || !json_u64(offs->child, &b) ||
             !json_u64(offs->child->next, &en))
             return nc_fail(err, NC_ERR_FORMAT,
-                           "%s: tensor '%s': missing or invalid \"data_offsets\" (two "
-                           "non-negative integers)",
-                           path, name);
+                           "%s: tensor '%s': missing or invalid \"data_offsets\" (two integers from 0 to 2^53)", path,
+                           name);
         if (en < b)
             return nc_fail(err, NC_ERR_FORMAT, "%s: tensor '%s': data_offsets [%llu, %llu] end before they begin", path,
                            name, (unsigned long long)b, (unsigned long long)en);
@@ -296,6 +311,7 @@ int nc_model_load(nc_model **out, const char *path, nc_error *err) {
     cJSON *root = NULL;
     int rc;
 
+    if (!path[0]) return nc_fail(err, NC_ERR_ARG, "no model file name (an empty path)");
     FILE *f = fopen(path, "rb");
     if (!f) return nc_fail(err, NC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
@@ -355,6 +371,18 @@ int nc_model_load(nc_model **out, const char *path, nc_error *err) {
         }
         p += n;
     }
+    /* A NUL character, as a byte or as \u0000, would end a name or value where cJSON stores it, so that
+     * "0.weight\u0000x" read as "0.weight". A backslash starts an escape: in JSON only inside a string, which the
+     * parse below checks. */
+    for (const char *p = header; p < header + hlen; p++) {
+        const int escaped = *p == '\\' && p + 5 < header + hlen && p[1] == 'u' && !memcmp(p + 2, "0000", 4);
+        if (*p == '\0' || escaped) {
+            rc = nc_fail(err, NC_ERR_FORMAT, "%s: header has a NUL character%s at byte %lld", path,
+                         escaped ? " (\\u0000)" : "", (long long)(p - header));
+            goto done;
+        }
+        if (*p == '\\') p++; /* the escaped character: not the start of another escape */
+    }
     const char *end = NULL;
     root = cJSON_ParseWithLengthOpts(header, (size_t)hlen, &end, 0);
     if (!root) {
@@ -387,6 +415,14 @@ int nc_model_load(nc_model **out, const char *path, nc_error *err) {
     if (rc) goto done;
     rc = check_tiling(ranges, nr, data_len, path, err);
     if (rc) goto done;
+    /* The tensors tile the data buffer: its data_len bytes are the parameters, which can now be allocated. */
+    rc = nc_model_alloc_params(m, err);
+    if (rc) {
+        nc_error_prefix(err, "%s", path);
+        goto done;
+    }
+    for (int j = 0; j < nt; j++) /* where each tensor goes in them */
+        t[j].dst = t[j].is_bias ? m->layers[t[j].layer].bias : m->layers[t[j].layer].weight;
 
     /* Data straight into the parameters: tensor j is (count) floats at file offset 8 + hlen + begin. */
     for (int j = 0; j < nt; j++) {

@@ -203,14 +203,6 @@ static int fit_images(const uint8_t **out, uint8_t **owned, const nc_dataset *ds
     return NC_OK;
 }
 
-static int check_labels(const nc_dataset *ds, int n, int classes, const char *what, nc_error *err) {
-    for (int i = 0; i < n; i++)
-        if (ds->labels[i] >= classes)
-            return nc_fail(err, NC_ERR_MISMATCH, "%s: label %d of image %d is not below the model's %d classes", what,
-                           ds->labels[i], i, classes);
-    return NC_OK;
-}
-
 /* A stream for the image order, apart from the one nc_model_init_seeded draws the weights from. */
 static uint64_t next_random(uint64_t *state) {
     uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
@@ -243,8 +235,8 @@ int nc_train_run(nc_trainer *t, const nc_dataset *train, const nc_dataset *test,
     uint8_t *labels = malloc((size_t)o->batch);
     int *pred = malloc((size_t)o->batch * sizeof *pred);
     int rc = (!order || !labels || !pred) ? nc_fail(err, NC_ERR_NOMEM, "out of memory for %d image indices", n) : 0;
-    if (!rc) rc = check_labels(train, n, t->classes, "training data", err);
-    if (!rc && test) rc = check_labels(test, test->n, t->classes, "test data", err);
+    if (!rc) rc = nc_dataset_check_labels(train, n, t->classes, "training data", err);
+    if (!rc && test) rc = nc_dataset_check_labels(test, test->n, t->classes, "test data", err);
     if (!rc) rc = fit_images(&train_img, &train_owned, train, n, t->model, "training data", err);
     if (!rc && test) rc = fit_images(&test_img, &test_owned, test, test->n, t->model, "test data", err);
     if (rc) goto done;

@@ -88,6 +88,9 @@ refused(["--backend", "cpu", "--shape", "1024x64x64:1024x3", "-n", "10000"], "10
 for n in ["0", "-5", "100,", ",100", "1,x", "1,2,3,4,5,6,7,8,9", "16777217", "1e3"]:
     refused(["--backend", "cpu", "--shape", "1x28x28:8x5", "-n", n], "-n", f"'{n}'")
 refused(["--backend", "cpu", "--shape", "1x28x28:8x5", "-n", "100,1000"], "-n takes one N")
+# --peak-seconds: seconds, a decimal number from 0.01 to 60 (0.05 runs below).
+for bad in ["0", "-1", "61", "x", "0.6s", "nan", "inf"]:
+    refused(["--backend", "cpu", "--shape", "1x28x28:8x5", "--peak-seconds", bad], "--peak-seconds", f"'{bad}'")
 refused(["--backend", "cpu", "--shape", "1x28x28:8x5", "--shape", "1x28x28:9x5"], "one model or one --shape")
 refused(["--backend", "cpu", "--shape", "1x28x28:8x5", "--sweep"], "--sweep is for the GPU bench")
 refused(["--backend", "cpu", "--shape", "1x28x28:8x5", "--versions", "5,6"], "--versions is for the GPU bench")
@@ -135,7 +138,7 @@ if os.path.exists(os.path.join(ncpy.data_dir(), "t10k-images-idx3-ubyte.gz")):
     for spec, op_name, pre in [("1x28x28:8x5+tanh+maxpool2", "conv 8 5 + tanh + maxpool 2 2", False),
                                ("3x12x12:4x3+relu", "conv 4 3 + relu", True)]:
         out = os.path.join(tmp, "cpu.json")
-        p = bench(["--backend", "cpu", "--shape", spec, "-n", "64", "--reps", "1", "--peak-seconds", "0",
+        p = bench(["--backend", "cpu", "--shape", spec, "-n", "64", "--reps", "1", "--peak-seconds", "0.05",
                    "--json", out])
         chk.check(p.returncode == 0, f"bench --backend cpu --shape {spec}: exit {p.returncode}: {p.stderr}")
         if p.returncode != 0:

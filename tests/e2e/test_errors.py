@@ -3,9 +3,12 @@ the file and what was wrong, exit status 2, and no output file left behind."""
 import gzip
 import os
 import shutil
+import stat
 import struct
+import subprocess
 import sys
 import tempfile
+import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import ncpy  # noqa: E402
@@ -64,6 +67,12 @@ with tempfile.TemporaryDirectory() as d:
     expect(["eval", "--model", model, "--data", data_dir_with(lab, gzip.compress(struct.pack(">II", 0x801, 19) +
                                                                                   bytes(19)))],
            ["19", "20"], "label count differs from image count")
+    # A label that no prediction can match (the model has 10 classes): an error, not a lower Correctness.
+    bad_labels = rng.integers(0, 10, 20).astype(np.uint8)
+    bad_labels[7] = 255
+    expect(["eval", "--model", model, "--data", data_dir_with(lab, gzip.compress(struct.pack(">II", 0x801, 20) +
+                                                                                  bad_labels.tobytes()))],
+           ["t10k labels", "label 255 of image 7", "10 classes"], "a label past the model's classes")
     expect(["eval", "--model", model, "--data", os.path.join(d, "nowhere")], ["nowhere"], "missing data directory")
 
     # Model files.
@@ -108,6 +117,17 @@ with tempfile.TemporaryDirectory() as d:
     expect(["eval", "--model", os.path.join(d, "none.safetensors"), "--data", good], ["none.safetensors"],
            "missing model file")
     expect(["eval", "--model", model, "--data", good, "-n", "zero"], ["-n"], "bad -n")
+    # Options the command does not know, or whose value is missing, in nanoconv's words (not getopt's own).
+    for args, words in [(["eval", "--frob"], ["nanoconv: error: eval: unknown option '--frob'"]),
+                        (["eval", "-x"], ["nanoconv: error: eval: unknown option '-x'"]),
+                        (["eval", "--dev", "1"], ["ambiguous option '--dev'"]),
+                        (["predict", "--model"], ["nanoconv: error: predict: option '--model' needs a value"]),
+                        (["bench", "-n"], ["option '-n' needs a value"]),
+                        (["bench", "--sweep", "-zq"], ["bench: unknown option '-z'"]),
+                        (["bench", "--sweep=1"], ["bench: option '--sweep' takes no value"]),
+                        (["info"], ["nanoconv: error: info takes one model file"]),
+                        (["info", model, model], ["info takes one model file"])]:
+        expect(args, words, " ".join(args))
     # --dense-sums: slices or fp32 (the cuda backend's; the others run as without it).
     for bad in ("int8", "FP32", ""):
         expect(["eval", "--model", model, "--data", good, "--dense-sums", bad], ["--dense-sums"], f"--dense-sums {bad!r}")
@@ -123,6 +143,16 @@ with tempfile.TemporaryDirectory() as d:
     expect(["eval", "--model", model, "--data", good, "--backend", "cpu", "--devices", "2"],
            ["--devices", "backend 'cpu' runs on the cpu"], "--devices on a CPU backend")
     expect(["bench", "--model", model, "--backend", "cpu", "--devices", "2"], ["--devices"], "bench --devices on the cpu")
+    # What a CPU backend cannot do is refused, not run as fp32 or on the CPU under the option's name.
+    for backend in ("cpu", "cpu-ref"):
+        expect(["eval", "--model", model, "--data", good, "--backend", backend, "--precision", "fp16"],
+               ["--precision", f"backend '{backend}' computes in fp32 only"], f"--precision fp16 on {backend}")
+        expect(["eval", "--model", model, "--data", good, "--backend", backend, "--device", "5"],
+               ["--device 5", f"backend '{backend}' runs on the cpu"], f"--device 5 on {backend}")
+    fp32 = ncpy.run(["eval", "--model", model, "--data", good, "--backend", "cpu", "--precision", "fp32", "--device",
+                     "0"], check=False)
+    chk.check(fp32.returncode == 0 and ok.stdout.splitlines()[-1] == fp32.stdout.splitlines()[-1],
+              f"--precision fp32 --device 0 on the cpu backend runs as without them: {fp32.stderr}")
     one = ncpy.run(["eval", "--model", model, "--data", good, "--backend", "cpu-ref", "--devices", "1"], check=False)
     chk.check(one.returncode == 0 and ok.stdout.splitlines()[-1] == one.stdout.splitlines()[-1],
               f"--devices 1 on a CPU backend runs as without it: {one.stderr}")
@@ -133,5 +163,54 @@ with tempfile.TemporaryDirectory() as d:
             "--logits", out], ["20x20"], "predict with a mismatched model")
     chk.check(not os.path.exists(out), "no logits file after a failed predict")
     chk.check(not [f for f in os.listdir(d) if ".tmp." in f], "no temporary files left behind")
+
+    # Output paths, refused before any work: empty, a directory, a folder that is not there.
+    predict = ["predict", "--model", model, "--images", os.path.join(good, img), "--labels", os.path.join(good, lab)]
+    expect(predict + ["--logits", ""], ["--logits", "file name"], "an empty --logits")
+    expect(predict + ["--logits", d], ["--logits", "is a directory"], "--logits a directory")
+    expect(predict + ["--logits", os.path.join(d, "no-dir", "x.f32")], ["--logits", "no-dir", "cannot write to folder"],
+           "--logits in a missing folder")
+    expect(["init", "--name", "m", "--input", "1x28x28 raw", "--layers", ARCH, "-o", ""], ["-o", "file name"],
+           "an empty init -o")
+    expect(["bench", "--model", model, "--backend", "cpu", "--json", os.path.join(d, "no-dir", "b.json")],
+           ["--json", "no-dir"], "bench --json in a missing folder")
+    chk.check(not os.path.exists(os.path.join(d, "no-dir")), "no folder made for a refused output")
+    dangling = os.path.join(d, "dangling")
+    os.symlink(os.path.join(d, "nothing-there.f32"), dangling)
+    expect(predict + ["--logits", dangling], ["--logits", "symbolic link to a file that does not exist"],
+           "--logits a link to nothing")
+    chk.check(not os.path.exists(os.path.join(d, "nothing-there.f32")), "no file made where a refused link points")
+
+    # Through a symbolic link: the file it points to is replaced, the link stays. Into a FIFO: written into as it is
+    # (a reader thread takes the 80 bytes of 2 images' logits), the FIFO not replaced by a file.
+    ncpy.run(predict + ["-n", "2", "--logits", out])
+    want = open(out, "rb").read()
+    link = os.path.join(d, "logits-link")
+    os.symlink(out, link)
+    os.remove(out)
+    open(out, "wb").write(b"old")
+    r = ncpy.run(predict + ["-n", "2", "--logits", link], check=False)
+    chk.check(r.returncode == 0 and os.path.islink(link) and open(out, "rb").read() == want,
+              f"--logits through a symbolic link: exit {r.returncode}, {r.stderr}")
+    fifo = os.path.join(d, "logits-fifo")
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()), daemon=True)
+    reader.start()
+    r = ncpy.run(predict + ["-n", "2", "--logits", fifo], check=False)
+    reader.join(timeout=10)
+    chk.check(r.returncode == 0 and got == [want] and stat.S_ISFIFO(os.lstat(fifo).st_mode),
+              f"--logits into a FIFO: exit {r.returncode}, read {[len(g) for g in got]} bytes, {r.stderr}")
+    chk.check(len(want) == 80, f"2 images' logits are 80 bytes, not {len(want)}")
+    # /dev/stdout where stdout is a file the shell opened: written through the descriptor, so that the logits and the
+    # predictions printed after them follow each other in the file (a file opened anew would start at its offset 0).
+    both = os.path.join(d, "stdout.bin")
+    with open(both, "wb") as f:
+        r = subprocess.run([ncpy.nanoconv()] + predict + ["-n", "2", "--logits", "/dev/stdout"], stdout=f,
+                           stderr=subprocess.PIPE, text=True)
+    got = open(both, "rb").read()
+    chk.check(r.returncode == 0 and got[:80] == want and got[80:].decode().split() == [str(i) for i in np.argmax(
+        np.frombuffer(want, np.float32).reshape(2, 10), axis=1)],
+              f"--logits /dev/stdout > file: exit {r.returncode}, {len(got)} bytes, {r.stderr}")
 
 chk.finish()

@@ -243,6 +243,11 @@ with tempfile.TemporaryDirectory() as d:
                ["conv0", "dilate"], par=path("lenet1-v2-attrs-0002.params"), flags=())
     bad_symbol("groups", lenet1("attrs").json().replace('"num_group": "1"', '"num_group": "2"'),
                ["conv0", "num_group"], par=path("lenet1-v2-attrs-0002.params"), flags=())
+    # A symbol whose network has 1.1e12 parameters (4.4 TB) at this input: refused by its arrays' shapes, before its
+    # parameters are allocated (an attempt failed with exit 1, out of memory, and aborts under ASan).
+    expect(write("huge-symbol.json", lenet2().json().replace('"num_hidden": "140"', '"num_hidden": "65536"')),
+           good_par, ["lenet2-v2-attrs-0002.params", "arg:fc0_weight", "(65536, 16679056)"], "a network of terabytes",
+           flags=("--input", "1x4096x4096"))
     bad_symbol("non-square kernel", lenet2().json().replace('"kernel": "(5, 5)"', '"kernel": "(5, 3)"', 1),
                ["new0", "kernel", "(5, 3)"])
     bad_symbol("tanh spelled otherwise", lenet2().json().replace('"tanh"', '"softrelu"', 1), ["tanh0", "softrelu"])

@@ -1,7 +1,7 @@
 """The GPU backends give cpu-ref's answers: every course architecture, all 10000 test images.
 
-For each architecture of docs/DESIGN.md's table (seeded weights: the zoo does not exist yet), runs
-`nanoconv predict` on t10k with --backend cpu-ref, cuda and cudnn and checks that
+For each architecture of the course, as models/README.md's table has it (seeded weights: the zoo did not exist
+yet), runs `nanoconv predict` on t10k with --backend cpu-ref, cuda and cudnn and checks that
   - the predictions are identical (any disagreement is counted and shown with the reference's top-2 gap);
   - the logits agree: per image, |gpu - ref| <= 1e-4 * (1 + max_j |ref_j|).
     Why this tolerance: each logit is a sum of hundreds to tens of thousands of fp32 products. The GPU
@@ -36,7 +36,7 @@ backends = ncpy.require_gpu()
 data, images, labels = ncpy.test_split()
 gpu_backends = [b for b in ("cuda", "cudnn") if b in backends]
 
-# The course's architectures (docs/DESIGN.md). Two end without softmax so that raw logits are compared too.
+# The course's architectures (models/README.md's table). Two end without softmax so that raw logits are compared too.
 ARCHS = [
     ("fashion-2017", "1x28x28 raw",
      "conv 50 5; tanh; maxpool 2 2; flatten; dense 500 bias; tanh; dense 10 bias; softmax"),

@@ -500,6 +500,11 @@ static void test_errors(void) {
         opts.conv_kernel = 1;
         CHECK(nc_session_create(&s, m, "cudnn", &opts, &err) == NC_ERR_ARG);
         CHECK_MSG(err, "--conv-kernel");
+        opts.conv_kernel = 0;
+        opts.precision = 3; /* fp16: the cuda backend's, not cuDNN's fp32 baseline */
+        CHECK(nc_session_create(&s, m, "cudnn", &opts, &err) == NC_ERR_ARG);
+        CHECK_MSG(err, "backend 'cudnn' computes in fp32 only");
+        opts.precision = 0;
     }
     opts.conv_kernel = 0;
     opts.device = 1000;

@@ -1,12 +1,12 @@
 /* IDX loading (src/io/idx.c) and the course's resize (src/io/resize.c).
  *
  * Writes its own small IDX files, raw and gzip, into a fresh directory under /tmp and
- * removes them at the end; checks that valid files load with the right pixels and labels
- * and that every kind of bad file fails with the right code and a message that names the
- * file and says what was wrong. Checks nc_resize_u8 on tiny cases computed by hand, and,
- * where the Debian package dataset-fashion-mnist is installed, the real test and training
- * sets. The bit-for-bit comparison of the resize with scikit-image on all 10000 test images
- * is tests/oracle/test_resize.py. */
+ * removes them at the end; checks that valid files load with the right pixels and labels,
+ * read from a file or through a pipe, and that every kind of bad file fails with the right
+ * code and a message that names the file and says what was wrong. Checks nc_resize_u8 on
+ * tiny cases computed by hand, and, where the Debian package dataset-fashion-mnist is
+ * installed, the real test and training sets. The bit-for-bit comparison of the resize with
+ * scikit-image on all 10000 test images is tests/oracle/test_resize.py. */
 #define _POSIX_C_SOURCE 200809L
 #if defined(__clang__) || !defined(__GNUC__)
 #pragma STDC FP_CONTRACT OFF
@@ -17,6 +17,8 @@
 #include <dirent.h>
 #include <limits.h>
 #include <stdint.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -302,13 +304,108 @@ static void test_bad_gzip(void) {
     write_file(p, "damaged-images.gz", gz, gzlen, 0);
     expect_fail(p, lp, NC_ERR_FORMAT, p, "gzip stream", NULL);
 
-    /* The intact file loads. */
+    f = fopen(gp, "rb"); /* undamaged again */
+    if (!f || fread(gz, 1, gzlen, f) != gzlen) exit(1);
+    fclose(f);
+
+    /* Bytes after the gzip stream that start no other member: zlib's gzread skips them, the loader must not. Text,
+     * zeros (a padded file), and a lone byte; each message gives the stream's end and the count after it. */
+    uint8_t *tail = malloc(gzlen + 100);
+    if (!tail) exit(1);
+    memcpy(tail, gz, gzlen);
+    static const struct {
+        const char *bytes;
+        size_t n;
+    } trailing[] = {{"GARBAGE\nGARBAGE\n", 16}, {"\0\0\0\0\0\0\0\0", 8}, {"\x1f", 1}};
+    for (size_t i = 0; i < sizeof trailing / sizeof trailing[0]; i++) {
+        memcpy(tail + gzlen, trailing[i].bytes, trailing[i].n);
+        write_file(p, "tail-images.gz", tail, gzlen + trailing[i].n, 0);
+        char key[96];
+        snprintf(key, sizeof key, "%zu bytes after the gzip stream, which ends at offset %zu", trailing[i].n, gzlen);
+        expect_fail(p, lp, NC_ERR_FORMAT, p, "trailing garbage", key);
+    }
+    /* Bytes that begin like another gzip member (1f 8b 08 00) and end there: not the first member's trailer missing. */
+    memcpy(tail + gzlen, "\x1f\x8b\x08\x00junk", 8);
+    write_file(p, "tail-images.gz", tail, gzlen + 8, 0);
+    expect_fail(p, lp, NC_ERR_FORMAT, p, "trailing garbage", "then the start of another gzip member");
+    /* A second gzip member: what gzip -c a b > c writes. Its data continues the first's. */
+    const size_t half = il / 2;
+    write_file(p, "half1.gz", img, half, 1);
+    f = fopen(p, "rb");
+    if (!f) exit(1);
+    const size_t m1 = fread(tail, 1, gzlen + 100, f);
+    fclose(f);
+    write_file(p, "half2.gz", img + half, il - half, 1);
+    f = fopen(p, "rb");
+    if (!f) exit(1);
+    uint8_t *two = malloc(m1 + il + 1024);
+    if (!two) exit(1);
+    memcpy(two, tail, m1);
+    const size_t m2 = fread(two + m1, 1, il + 1024, f);
+    fclose(f);
+    write_file(p, "two-members-images.gz", two, m1 + m2, 0);
     nc_dataset ds;
     nc_error err = {0};
+    CHECK(nc_dataset_load(&ds, p, lp, &err) == NC_OK);
+    CHECK(ds.n == 100 && ds.images && memcmp(ds.images, img + 16, il - 16) == 0);
+    nc_dataset_free(&ds);
+    /* ... and a second member cut short. */
+    write_file(p, "two-members-cut-images.gz", two, m1 + m2 / 2, 0);
+    expect_fail(p, lp, NC_ERR_FORMAT, p, "truncated", "gzip stream is cut short");
+    free(two);
+    free(tail);
+
+    /* The intact file loads. */
     CHECK(nc_dataset_load(&ds, gp, lp, &err) == NC_OK);
     CHECK(ds.n == 100 && ds.h == 28 && ds.w == 28 && ds.images && memcmp(ds.images, img + 16, il - 16) == 0);
     nc_dataset_free(&ds);
     free(gz);
+    free(img);
+    free(lab);
+}
+
+/* Reads path (a FIFO) while a child process writes bytes into it: what `--images /dev/stdin` or `<(zcat ...)` gives,
+ * which cannot be rewound. Returns the load's code; ds as loaded. */
+static int load_through_pipe(const char *fifo, const uint8_t *bytes, size_t len, const char *labels, nc_dataset *ds,
+                             nc_error *err) {
+    fflush(NULL);
+    const pid_t child = fork();
+    if (child == 0) {
+        alarm(10); /* not left waiting where the loader never opens the FIFO */
+        FILE *f = fopen(fifo, "wb");
+        _exit(f && fwrite(bytes, 1, len, f) == len && fclose(f) == 0 ? 0 : 1);
+    }
+    const int rc = nc_dataset_load(ds, fifo, labels, err);
+    int status = -1;
+    CHECK(child > 0 && waitpid(child, &status, 0) == child);
+    return rc;
+}
+
+static void test_pipe(void) {
+    char lp[PATH_MAX], fifo[PATH_MAX], gp[PATH_MAX];
+    size_t il, ll;
+    uint8_t *img = make_images(0x803, 3, 2, 4, &il);
+    uint8_t *lab = make_labels(0x801, 3, &ll);
+    write_file(lp, "pipe-labels", lab, ll, 0);
+    tmp_file(fifo, "images-fifo");
+    CHECK(mkfifo(fifo, 0600) == 0);
+    nc_dataset ds;
+    nc_error err = {0};
+    /* Raw: the two bytes read to look for gzip's magic are the header's first. */
+    CHECK(load_through_pipe(fifo, img, il, lp, &ds, &err) == NC_OK);
+    CHECK(ds.n == 3 && ds.h == 2 && ds.w == 4 && ds.images && memcmp(ds.images, img + 16, 24) == 0);
+    nc_dataset_free(&ds);
+    /* gzip. */
+    write_file(gp, "pipe-images.gz", img, il, 1);
+    uint8_t gz[4096];
+    FILE *f = fopen(gp, "rb");
+    const size_t gzlen = f ? fread(gz, 1, sizeof gz, f) : 0;
+    if (f) fclose(f);
+    CHECK(gzlen > 20 && gzlen < sizeof gz);
+    CHECK(load_through_pipe(fifo, gz, gzlen, lp, &ds, &err) == NC_OK);
+    CHECK(ds.n == 3 && ds.images && memcmp(ds.images, img + 16, 24) == 0);
+    nc_dataset_free(&ds);
+    unlink(fifo);
     free(img);
     free(lab);
 }
@@ -544,6 +641,7 @@ int main(void) {
     test_valid();
     test_bad_files();
     test_bad_gzip();
+    test_pipe();
     test_split();
     test_resize();
     test_system_data();

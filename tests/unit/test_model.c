@@ -10,8 +10,10 @@
 #include "nc_test.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char tmp_dir[] = "/tmp/nc_test_model.XXXXXX";
@@ -91,7 +93,7 @@ static void test_course_2017(void) {
     nc_model_free(m);
 }
 
-/* 2019 spring as this test reads DESIGN.md's table: both convolutions followed by tanh and maxpool 2. */
+/* 2019 spring as models/README.md's table has it: both convolutions followed by tanh and maxpool 2. */
 static void test_course_2019_spring(void) {
     nc_model *m = build_ok("1x48x48 raw", "conv 6 5; tanh; maxpool 2 2; conv 16 5; tanh; maxpool 2 2; flatten; "
                                           "dense 140 bias; tanh; dense 10 bias; softmax");
@@ -456,11 +458,11 @@ static void test_save_failures(void) {
     path_in_dir(sub, sizeof sub, "no-such-dir");
     CHECK(access(sub, F_OK) != 0);
 
-    /* Onto a directory: the temporary file is written, the rename fails, and the temporary file is removed. */
+    /* Onto a directory: refused, nothing left behind. */
     path_in_dir(path, sizeof path, "a-dir");
     CHECK(mkdir(path, 0755) == 0);
     CHECK(nc_model_save(m, path, &err) == NC_ERR_IO);
-    CHECK_MSG(err, "cannot rename");
+    CHECK_MSG(err, "is a directory");
     CHECK(strncmp(err.msg, path, strlen(path)) == 0);
     CHECK(count_files_with(".tmp.") == 0);
     struct stat st;
@@ -476,6 +478,76 @@ static void test_save_failures(void) {
     CHECK(nc_model_load(&m2, path, &err) == NC_ERR_IO);
     CHECK_MSG(err, "cannot open");
     CHECK(strncmp(err.msg, path, strlen(path)) == 0);
+    nc_model_free(m);
+}
+
+/* Whether the file at path loads as m's parameters. */
+static int loads_as(const nc_model *m, const char *path) {
+    nc_error err = {0};
+    nc_model *m2 = NULL;
+    const int ok = nc_model_load(&m2, path, &err) == NC_OK && m2->n_params == m->n_params &&
+                   memcmp(m2->params, m->params, m->n_params * sizeof(float)) == 0;
+    if (!ok) fprintf(stderr, "  %s: %s\n", path, err.msg);
+    nc_model_free(m2);
+    return ok;
+}
+
+/* What the destination is: a symbolic link (its file replaced, the link kept), a FIFO (written into, not replaced), a
+ * link to nothing, an empty path. */
+static void test_save_targets(void) {
+    nc_model *m = build_ok("1x4x4 raw", "conv 2 3; relu; flatten; dense 3 bias; softmax");
+    if (!m) return;
+    nc_model_init_seeded(m, 3);
+    nc_error err = {0};
+    char file[256], link[256], fifo[256];
+    struct stat st;
+
+    path_in_dir(file, sizeof file, "target.safetensors");
+    path_in_dir(link, sizeof link, "link.safetensors");
+    CHECK(nc_model_save(m, file, &err) == NC_OK && loads_as(m, file));
+    CHECK(symlink("target.safetensors", link) == 0);
+    nc_model_init_seeded(m, 4);
+    CHECK(nc_model_save(m, link, &err) == NC_OK);
+    CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode));
+    CHECK(loads_as(m, file) && count_files_with(".tmp.") == 0);
+    unlink(link);
+
+    /* A link to nothing: refused, no file made where it points. */
+    CHECK(symlink("nothing-here.safetensors", link) == 0);
+    CHECK(nc_model_save(m, link, &err) == NC_ERR_IO);
+    CHECK_MSG(err, "symbolic link to a file that does not exist");
+    CHECK(strncmp(err.msg, link, strlen(link)) == 0);
+    CHECK(count_files_with("nothing-here") == 0 && count_files_with(".tmp.") == 0);
+    unlink(link);
+
+    /* A FIFO: a child reads what the save writes into it (alarm: it is not left waiting if the save replaced the FIFO
+     * instead); the FIFO stays one. */
+    path_in_dir(fifo, sizeof fifo, "a-fifo");
+    CHECK(mkfifo(fifo, 0600) == 0);
+    struct stat fst;
+    CHECK(stat(file, &fst) == 0);
+    fflush(NULL);
+    const pid_t child = fork();
+    if (child == 0) {
+        alarm(10);
+        const int fd = open(fifo, O_RDONLY);
+        size_t got = 0;
+        char buf[4096];
+        for (ssize_t k; fd >= 0 && (k = read(fd, buf, sizeof buf)) > 0;) got += (size_t)k;
+        _exit(fd >= 0 && got == (size_t)fst.st_size ? 0 : 1);
+    }
+    CHECK(child > 0);
+    const int rc = nc_model_save(m, fifo, &err);
+    CHECK(rc == NC_OK);
+    if (rc) fprintf(stderr, "  fifo: %s\n", err.msg);
+    int status = -1;
+    CHECK(child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK(lstat(fifo, &st) == 0 && S_ISFIFO(st.st_mode));
+    unlink(fifo);
+    unlink(file);
+
+    CHECK(nc_model_save(m, "", &err) == NC_ERR_ARG);
+    CHECK_MSG(err, "empty path");
     nc_model_free(m);
 }
 
@@ -664,6 +736,47 @@ static void test_corrupt_files(void) {
         "{\"__metadata__\":{\"nanoconv.input\":\"1x4x4 raw\",\"nanoconv.layers\":\"conv 2 3; \\u001b[31mrelu\"}," T0
         "}",
         72, NC_ERR_FORMAT, "layer 1: unknown layer '\\x1b[31mrelu'");
+    /* A key twice where the loader reads it (cJSON would take the first), and NUL characters, which would cut a name
+     * or value short ("0.weight\u0000x" read as "0.weight"). */
+    load_fails("dupmeta.safetensors", "{" META "," META "," T0 "," T3W "," T3B "}", 180, NC_ERR_FORMAT,
+               "__metadata__ appears twice");
+    load_fails("dupkey.safetensors",
+               "{\"__metadata__\":{\"nanoconv.input\":\"1x4x4 raw\",\"nanoconv.input\":\"5\",\"nanoconv.layers\":"
+               "\"conv 2 3; relu; flatten; dense 3 bias; softmax\"}," T0 "," T3W "," T3B "}",
+               180, NC_ERR_FORMAT, "__metadata__ key 'nanoconv.input' appears twice");
+    load_fails("dupfield.safetensors",
+               "{" META ",\"0.weight\":{\"dtype\":\"F32\",\"dtype\":\"F16\",\"shape\":[2,1,3,3],\"data_offsets\":[0,"
+               "72]}," T3W "," T3B "}",
+               180, NC_ERR_FORMAT, "tensor '0.weight': \"dtype\" appears twice");
+    load_fails("nul.safetensors",
+               "{" META ",\"0.weight\\u0000x\":{\"dtype\":\"F32\",\"shape\":[2,1,3,3],\"data_offsets\":[0,72]}," T3W
+               "," T3B "}",
+               180, NC_ERR_FORMAT, "header has a NUL character (\\u0000) at byte 123");
+    /* An escaped backslash, then "u0000": no NUL (the entry's member "x\\u0000" is one the loader does not read). */
+    path_in_dir(path, sizeof path, "notnul.safetensors");
+    static const char notnul[] =
+        "{" META ",\"0.weight\":{\"dtype\":\"F32\",\"shape\":[2,1,3,3],\"data_offsets\":[0,72],"
+        "\"x\\\\u0000\":1}," T3W "," T3B "}";
+    write_file(path, strlen(notnul), notnul, 180);
+    CHECK(nc_model_load(&m, path, &err) == NC_OK && m != NULL);
+    nc_model_free(m);
+    m = NULL;
+    unlink(path);
+    {
+        char hdr[] = "{" META "," T0 "," T3W "," T3B "}";
+        *strstr(hdr, "relu") = '\0'; /* a NUL byte in nanoconv.layers */
+        path_in_dir(path, sizeof path, "nulbyte.safetensors");
+        FILE *nf = fopen(path, "wb");
+        const uint64_t hl = sizeof hdr - 1;
+        unsigned char l8[8];
+        for (int i = 0; i < 8; i++) l8[i] = (unsigned char)(hl >> (8 * i));
+        static const float zeros[45];
+        CHECK(nf && fwrite(l8, 1, 8, nf) == 8 && fwrite(hdr, 1, hl, nf) == hl && fwrite(zeros, 4, 45, nf) == 45);
+        if (nf) fclose(nf);
+        CHECK(nc_model_load(&m, path, &err) == NC_ERR_FORMAT && m == NULL);
+        CHECK_MSG(err, "header has a NUL character at byte");
+        unlink(path);
+    }
 
     /* Entries. */
     load_fails("notobj.safetensors", "{" META ",\"0.weight\":5," T3W "," T3B "}", 180, NC_ERR_FORMAT,
@@ -707,6 +820,18 @@ static void test_corrupt_files(void) {
                "tensor '3.bias' (layer 3, dense 3 bias) is missing");
     load_fails("missing0.safetensors", "{" META "," T3W "}", 168, NC_ERR_MISMATCH,
                "tensor '0.weight' (layer 0, conv 2 3) is missing");
+    /* A header alone whose architecture has 2^40 parameters (4 TiB): refused from the header, before anything the
+     * size of its parameters is allocated (an attempt would fail here with NC_ERR_NOMEM, and abort under ASan). */
+    load_fails("huge.safetensors",
+               "{\"__metadata__\":{\"nanoconv.input\":\"1x4096x4096 raw\",\"nanoconv.layers\":\"flatten; dense "
+               "65536\"}}",
+               0, NC_ERR_MISMATCH, "tensor '1.weight' (layer 1, dense 65536) is missing");
+    load_fails("huge2.safetensors",
+               "{\"__metadata__\":{\"nanoconv.input\":\"1x4096x4096 raw\",\"nanoconv.layers\":\"flatten; dense "
+               "65536\"},\"1.weight\":{\"dtype\":\"F32\",\"shape\":[65536,16777216],\"data_offsets\":[0,"
+               "4398046511104]},\"1.bias\":{\"dtype\":\"F32\",\"shape\":[65536],\"data_offsets\":[4398046511104,"
+               "4398046773248]}}",
+               8, NC_ERR_FORMAT, "run past the data buffer (8 bytes)");
     load_fails("extra.safetensors",
                "{" META "," T0 "," T3W "," T3B ",\"5.weight\":{\"dtype\":\"F32\",\"shape\":[1],"
                "\"data_offsets\":[180,184]}}",
@@ -782,6 +907,7 @@ int main(void) {
     test_summary();
     test_save_load();
     test_save_failures();
+    test_save_targets();
     test_hand_written_file();
     test_plain_text();
     test_corrupt_files();

@@ -48,6 +48,17 @@ static void test_chunks_and_timing(void) {
         uint8_t big[784] = {0};
         CHECK(nc_session_run(s1, big, 1, 28, 28, pa, NULL, NULL, &err) == NC_ERR_MISMATCH);
         CHECK_MSG(err, "12x12");
+        /* Sides under 1 (an upscaling from nothing, which read no pixel), and no images or predictions. */
+        static const int sides[][2] = {{0, 0}, {0, 12}, {12, 0}, {-3, 12}, {12, -3}};
+        for (int i = 0; i < 5; i++) {
+            CHECK(nc_session_run(s1, big, 1, sides[i][0], sides[i][1], pa, NULL, NULL, &err) == NC_ERR_ARG);
+            CHECK_MSG(err, "a side must be at least 1");
+        }
+        CHECK(nc_session_run(s1, NULL, 1, 12, 12, pa, NULL, NULL, &err) == NC_ERR_ARG);
+        CHECK_MSG(err, "images is NULL");
+        CHECK(nc_session_run(s1, big, 1, 12, 12, NULL, NULL, NULL, &err) == NC_ERR_ARG);
+        CHECK_MSG(err, "pred is NULL");
+        CHECK(nc_session_run(s1, NULL, 0, 12, 12, NULL, NULL, NULL, &err) == NC_OK);
     }
     nc_session_free(s1);
     nc_session_free(s2);
