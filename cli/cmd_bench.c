@@ -700,6 +700,8 @@ int cmd_bench(int argc, char **argv) {
     if (optind < argc) return cli_usage_error("bench: unexpected argument '%s'", argv[optind]);
     if (!a.n_models && !a.n_shapes) return cli_usage_error("bench: give a model (-m FILE) or a layer (--shape SPEC)");
     if (!a.backend) a.backend = default_backend();
+    if (!cli_is_gpu_backend(a.backend) && !nc_backend_find(a.backend)) /* before the data loads and the header */
+        return cli_usage_error("bench: unknown backend '%s' (nanoconv --version lists those built)", a.backend);
     const int gpu = cli_is_gpu_backend(a.backend);
     const char *other = misplaced_option(&a, gpu);
     if (other)

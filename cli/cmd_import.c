@@ -3,6 +3,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "io/mxnet.h"
@@ -41,6 +42,13 @@ int cmd_import_mxnet(int argc, char **argv) {
     }
     if (argc - optind != 2 || !out)
         return cli_usage_error("import-mxnet: needs SYMBOL.json PARAMS -o OUT (nanoconv import-mxnet --help)");
+
+    /* -o naming one of the two inputs (the same file, by any path) would replace it with the model. */
+    struct stat so, si;
+    for (int i = 0; i < 2 && stat(out, &so) == 0; i++)
+        if (stat(argv[optind + i], &si) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino)
+            return cli_usage_error("import-mxnet: -o %s is the %s file %s; write the model elsewhere", out,
+                                   i ? "params" : "symbol", argv[optind + i]);
 
     /* The default name is the output's file name: "dir/fashion-2019.safetensors" -> "fashion-2019". */
     char base[64];

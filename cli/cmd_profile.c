@@ -20,8 +20,11 @@
 #ifndef NC_HAVE_CUDA
 
 int cmd_profile(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
+    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        printf("usage: nanoconv profile --model FILE [eval options] [--top N] [--wide] [--csv | --json]\n\n"
+               "Runs eval under CUPTI and prints nvprof's tables. This nanoconv was built without CUDA: it cannot.\n");
+        return 0;
+    }
     return cli_usage_error("profile: this nanoconv was built without CUDA, and a profile records the GPU's work; "
                            "rebuild it where nvcc is installed");
 }

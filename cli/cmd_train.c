@@ -208,7 +208,8 @@ int cmd_train(int argc, char **argv) {
     nc_trainer *t = NULL;
     nc_dataset train = {0}, test = {0};
     int rc = init ? nc_model_load(&m, init, &err) : nc_model_build(&m, name, arch_input, layers, &err);
-    if (!rc && init && name) snprintf(m->name, sizeof m->name, "%s", name);
+    if (!rc && init && name)
+        nc_plain_text(m->name, sizeof m->name, name); /* as a file's name: control characters shown */
     if (!rc) rc = nc_dataset_load_split(&train, data_dir, "train", &err);
     if (!rc) rc = nc_dataset_load_split(&test, data_dir, "t10k", &err);
     if (!rc) rc = nc_trainer_create(&t, m, init != NULL, &o, &err);

@@ -314,10 +314,11 @@ static int cpu_create(void **out, const nc_model *m, const nc_run_opts *opts, nc
         ok = (w->buf[0] = alloc_floats(act)) && (w->buf[1] = alloc_floats(act)) && (w->band = alloc_floats(band)) &&
              (w->img = malloc(nc_shape_size(m->input))) && (w->row = malloc((size_t)p->classes * sizeof(float)));
     }
-    if (!ok) {
+    if (!ok) { /* the message first: cpu_destroy frees p */
+        nc_fail(err, NC_ERR_NOMEM, "out of memory for the cpu plan (%d threads x 2 x %d images x %zu floats)",
+                opts->threads > 0 ? opts->threads : omp_get_max_threads(), p->chunk, p->act_floats);
         cpu_destroy(p);
-        return nc_fail(err, NC_ERR_NOMEM, "out of memory for the cpu plan (%d threads x 2 x %d images x %zu floats)",
-                       opts->threads > 0 ? opts->threads : omp_get_max_threads(), p->chunk, p->act_floats);
+        return NC_ERR_NOMEM;
     }
     fill_ops(p);
     *out = p;

@@ -240,8 +240,10 @@ static int attr_square(const sym_ctx *c, const char *key, int *k) {
     int v[2];
     int rc = attr_pair(c, key, 0, v);
     if (rc) return rc;
-    if (v[0] == 0 && v[1] == 0) return node_fail(c, NC_ERR_FORMAT, "needs attribute %s, e.g. '(5, 5)'", key);
-    if (v[0] != v[1] || v[0] == 0)
+    if (!attr(c, key)) return node_fail(c, NC_ERR_FORMAT, "needs attribute %s, e.g. '(5, 5)'", key);
+    if (v[0] <= 0 || v[1] <= 0)
+        return node_fail(c, NC_ERR_FORMAT, "attribute %s '%s': a window's sides must be positive", key, attr(c, key));
+    if (v[0] != v[1])
         return node_fail(c, NC_ERR_FORMAT, "attribute %s '%s' is not supported: nanoconv's windows are square", key,
                          attr(c, key));
     *k = v[0];
@@ -319,7 +321,9 @@ static int convert_pool(const sym_ctx *c, mx_layer *l) {
     if ((rc = attr_square(c, "kernel", &p)) || (rc = attr_pair(c, "stride", 1, s)) ||
         (rc = attr_pair_is(c, "pad", 0, "nanoconv pools have no padding")) || (rc = check_layout(c)))
         return rc;
-    if (s[0] != s[1] || s[0] == 0)
+    if (s[0] <= 0 || s[1] <= 0)
+        return node_fail(c, NC_ERR_FORMAT, "attribute stride '%s': a stride must be positive", attr(c, "stride"));
+    if (s[0] != s[1])
         return node_fail(c, NC_ERR_FORMAT, "attribute stride '%s' is not supported: nanoconv's strides are square",
                          attr(c, "stride"));
     /* 'valid' (the default) gives floor((H - P) / S) + 1, as nanoconv does; 'full' rounds up, which agrees only where
@@ -699,16 +703,21 @@ int nc_mxnet_import(nc_model **out, const char *symbol_path, const char *params_
                     const char *name, nc_error *err) {
     *out = NULL;
     char *sym = NULL, *par = NULL, input[160];
-    size_t sym_len, par_len, n_arrays = 0;
+    size_t sym_len = 0, par_len = 0, n_arrays = 0;
     cJSON *root = NULL;
     mx_array *arrays = NULL;
     nc_model *m = NULL;
     mx_layer layers[2 * MX_MAX_OPS] = {0};
     int n_layers = 0;
 
-    /* A bare "CxHxW" means raw pixels, as the course fed its networks. */
+    /* A bare "CxHxW" (one word) means raw pixels, as the course fed its networks. */
     if (!input_text) input_text = "1x28x28";
-    snprintf(input, sizeof input, "%s%s", input_text, strchr(input_text, ' ') ? "" : " raw");
+    const char *first = input_text + strspn(input_text, " \t"), *after = first + strcspn(first, " \t");
+    const int one_word = *first && after[strspn(after, " \t")] == '\0';
+    const int len = snprintf(input, sizeof input, "%s%s", input_text, one_word ? " raw" : "");
+    if (len < 0 || (size_t)len >= sizeof input)
+        return nc_fail(err, NC_ERR_ARG, "--input: '%.40s...' is longer than an input's %zu characters", input_text,
+                       sizeof input - 1);
 
     int rc = read_whole(symbol_path, MX_MAX_SYMBOL, &sym, &sym_len, err);
     if (!rc) rc = parse_symbol(symbol_path, sym, sym_len, &root, layers, &n_layers, err);

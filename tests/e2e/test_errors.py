@@ -106,6 +106,18 @@ with tempfile.TemporaryDirectory() as d:
     expect(["eval", "--model", missing, "--data", good], ["missing.safetensors", "4.bias", "missing"],
            "tensor missing")
 
+    # A plan no machine here holds (chunks of 2^20 images of 64 x 512 x 512 activations: 70 TB a buffer): the cpu
+    # backend fails to allocate it, exit 1, and says how much it wanted (read from the plan after it was freed, until
+    # session 65). Under ASan, allocator_may_return_null lets the failure reach that path instead of aborting.
+    vast = os.path.join(d, "vast.safetensors")
+    ncpy.run(["init", "--name", "vast", "--input", "1x512x512 raw", "--layers",
+              "conv 64 1; maxpool 512 512; flatten; dense 10 bias; softmax", "-o", vast])
+    env = dict(os.environ, ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":allocator_may_return_null=1")
+    r = subprocess.run([ncpy.nanoconv(), "eval", "--model", vast, "--data", good, "-n", "2", "--backend", "cpu",
+                        "--threads", "2", "--chunk", "1048576"], capture_output=True, text=True, env=env)
+    chk.check(r.returncode == 1 and "out of memory for the cpu plan (2 threads x 2 x 1048576 images x " in r.stderr
+              and "ERROR: AddressSanitizer" not in r.stderr, f"a plan too large for memory: exit {r.returncode}: {r.stderr}")
+
     # A model whose input does not match the data (smaller than the images).
     small = os.path.join(d, "small.safetensors")
     ncpy.run(["init", "--name", "small", "--input", "1x20x20 raw", "--layers", ARCH, "-o", small])
@@ -125,6 +137,7 @@ with tempfile.TemporaryDirectory() as d:
                         (["bench", "-n"], ["option '-n' needs a value"]),
                         (["bench", "--sweep", "-zq"], ["bench: unknown option '-z'"]),
                         (["bench", "--sweep=1"], ["bench: option '--sweep' takes no value"]),
+                        (["bench", "--backend", "tpu", "--shape", "1x28x28:8x5"], ["bench: unknown backend 'tpu'"]),
                         (["info"], ["nanoconv: error: info takes one model file"]),
                         (["info", model, model], ["info takes one model file"])]:
         expect(args, words, " ".join(args))

@@ -272,6 +272,26 @@ with tempfile.TemporaryDirectory() as d:
     bad_symbol("an input naming a later node", json.dumps(forward_ref), ["new0", "input 0"])
     expect(path("missing-symbol.json"), good_par, ["missing-symbol.json"], "missing symbol file")
     expect(good_sym, good_par, ["input"], "bad --input", flags=("--input", "48x48"))
+    # --input: one word is raw pixels, blanks around it or not; text too long for an input is refused, not cut.
+    for given in (" 1x48x48", "1x48x48 ", "\t1x48x48"):
+        out = path("blank-input.safetensors")
+        p = ncpy.run(["import-mxnet", good_sym, good_par, "-o", out, "--input", given], check=False)
+        info = ncpy.run(["info", out], check=False) if p.returncode == 0 else p
+        chk.check(p.returncode == 0 and "1x48x48 raw" in info.stdout, f"--input {given!r}: {p.stderr}{info.stdout}")
+    expect(good_sym, good_par, ["--input", "longer than"], "--input too long",
+           flags=("--input", "1x48x48 unit" + " " * 160 + "junk"))
+    bad_symbol("a kernel of side 0", lenet2().json().replace('"kernel": "(5, 5)"', '"kernel": "(0, 0)"', 1),
+               ["new0", "kernel", "must be positive"])
+    bad_symbol("a pooling stride of 0", lenet2().json().replace('"stride": "(2, 2)"', '"stride": "(0, 0)"', 1),
+               ["pool0", "stride", "must be positive"])
+    # -o naming an input, by another path: the input would be replaced by the model.
+    for i, victim in enumerate((good_sym, good_par)):
+        alias = path(f"alias-{i}")
+        os.symlink(victim, alias)
+        before = open(victim, "rb").read()
+        expect(good_sym, good_par, ["-o", "symbol" if i == 0 else "params", "write the model elsewhere"],
+               f"-o the {'symbol' if i == 0 else 'params'} file", flags=("--input", "1x48x48", "-o", alias))
+        chk.check(open(victim, "rb").read() == before, f"the {victim} input is left as it was")
 
     p = ncpy.run(["import-mxnet", good_sym], check=False)
     chk.check(p.returncode == 2 and "import-mxnet" in p.stderr, f"usage error: {p.returncode} {p.stderr}")

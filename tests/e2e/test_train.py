@@ -85,6 +85,9 @@ with tempfile.TemporaryDirectory() as tmp:
     p = ncpy.run(["train", "--init", out, "-o", cont, "--limit", "300", "--epochs", "1", "--optimizer", "sgd",
                   "--schedule", "step", "--weight-decay", "0.0001"])
     chk.check("continuing from the given model" in p.stderr and "trained tiny:" in p.stdout, p.stderr + p.stdout)
+    # ... or from --name, its control characters shown as escapes, as a file's own name would be.
+    p = ncpy.run(["train", "--init", out, "-o", cont, "--limit", "100", "--epochs", "1", "--name", "re\x1b[31md"])
+    chk.check("trained re\\x1b[31md:" in p.stdout and "\x1b" not in p.stdout + p.stderr, repr(p.stdout))
 
     # An input larger than the images: resized as eval resizes them.
     big = os.path.join(tmp, "big.safetensors")
