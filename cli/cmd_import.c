@@ -45,10 +45,11 @@ int cmd_import_mxnet(int argc, char **argv) {
 
     /* -o naming one of the two inputs (the same file, by any path) would replace it with the model. */
     struct stat so, si;
-    for (int i = 0; i < 2 && stat(out, &so) == 0; i++)
-        if (stat(argv[optind + i], &si) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino)
-            return cli_usage_error("import-mxnet: -o %s is the %s file %s; write the model elsewhere", out,
-                                   i ? "params" : "symbol", argv[optind + i]);
+    if (stat(out, &so) == 0)
+        for (int i = 0; i < 2; i++)
+            if (stat(argv[optind + i], &si) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino)
+                return cli_usage_error("import-mxnet: -o %s is the %s file %s; write the model elsewhere", out,
+                                       i ? "params" : "symbol", argv[optind + i]);
 
     /* The default name is the output's file name: "dir/fashion-2019.safetensors" -> "fashion-2019". */
     char base[64];

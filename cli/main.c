@@ -122,12 +122,8 @@ int cli_parse_devices(const char *s, int *out) {
 
 int cli_output_path(const char *opt, const char *path) {
     nc_error err = {0};
-    if (!path[0])
-        cli_usage_error("%s takes a file name, not an empty one", opt);
-    else if (nc_check_output_path(path, &err))
-        cli_usage_error("%s %s", opt, err.msg);
-    else
-        return 1;
+    if (!nc_check_output_path(path, &err)) return 1;
+    cli_usage_error("%s %s", opt, err.msg);
     return 0;
 }
 
