@@ -124,13 +124,16 @@ static const char run_options_help[] =
     "      --json            print the results as one JSON object\n";
 
 /* Loads the model and opens a session on it; prints the course's "Loading model... done" unless quiet. */
-static int open_session(const run_args *a, nc_model **m, nc_session **s, int quiet, nc_error *err) {
+/* A session for n images: a --chunk past them is one chunk of them all, so the backend's buffers are sized for n. */
+static int open_session(const run_args *a, long n, nc_model **m, nc_session **s, int quiet, nc_error *err) {
     if (!quiet) {
         printf("Loading model... ");
         fflush(stdout);
     }
+    nc_run_opts opts = a->opts;
+    if (n > 0 && opts.chunk > (size_t)n) opts.chunk = (size_t)n;
     int rc = nc_model_load(m, a->model_path, err);
-    if (!rc) rc = nc_session_create(s, *m, a->backend, &a->opts, err);
+    if (!rc) rc = nc_session_create(s, *m, a->backend, &opts, err);
     if (rc) {
         if (!quiet) printf("failed\n");
         nc_model_free(*m);
@@ -240,7 +243,7 @@ int eval_main(int argc, char **argv, const eval_hook *hook) {
         /* The default's choice of kernels made (and cached) by a session of its own, before start(): a profile
          * then records the evaluation, not the tuner's timing runs of every version. */
         if (!strcmp(a.backend, "cuda") && !a.opts.conv_kernel && a.opts.precision == 0) { /* fp32 */
-            rc = open_session(&a, &m, &s, 1, &err);
+            rc = open_session(&a, n, &m, &s, 1, &err);
             nc_session_free(s);
             nc_model_free(m);
             s = NULL;
@@ -252,7 +255,7 @@ int eval_main(int argc, char **argv, const eval_hook *hook) {
             return cli_fail(&err);
         }
     }
-    rc = open_session(&a, &m, &s, a.json, &err);
+    rc = open_session(&a, n, &m, &s, a.json, &err);
     if (!rc) {
         char what[4200]; /* the split, and a folder name of up to 4096 bytes */
         snprintf(what, sizeof what, "the %s labels in %s", split, data_dir ? data_dir : nc_default_data_dir());
@@ -319,20 +322,21 @@ int cmd_predict(int argc, char **argv) {
             logits_path = optarg;
             break;
         case 'h':
-            printf("usage: nanoconv predict --model FILE --images IDX --labels IDX [-n N] [--logits OUT] [options]\n\n"
-                   "Prints the predicted class of each image, one a line (or one JSON object with --json).\n"
-                   "      --images FILE     IDX image file, raw or gzip\n"
-                   "      --labels FILE     its IDX label file (counted in the JSON output)\n"
-                   "      --logits OUT      also write the final layer's outputs, float32 (N, classes)\n"
-                   "  -n N                  the first N images (default: all)\n");
+            printf(
+                "usage: nanoconv predict --model FILE --images IDX [--labels IDX] [-n N] [--logits OUT] [options]\n\n"
+                "Prints the predicted class of each image, one a line (or one JSON object with --json).\n"
+                "      --images FILE     IDX image file, raw or gzip\n"
+                "      --labels FILE     its IDX label file, each label one of the model's classes: --json then\n"
+                "                        counts the predictions that match them\n"
+                "      --logits OUT      also write the final layer's outputs, float32 (N, classes)\n"
+                "  -n N                  the first N images (default: all)\n");
             printf(run_options_help, default_backend());
             return 0;
         default: return EXIT_USAGE;
         }
     }
     if (optind < argc) return cli_usage_error("predict: unexpected argument '%s'", argv[optind]);
-    if (!a.model_path || !images || !labels)
-        return cli_usage_error("predict: --model, --images and --labels are required");
+    if (!a.model_path || !images) return cli_usage_error("predict: --model and --images are required");
     if (a.opts.threads) omp_set_num_threads(a.opts.threads);
 
     nc_error err = {0};
@@ -349,9 +353,10 @@ int cmd_predict(int argc, char **argv) {
         nc_dataset_free(&ds);
         return cli_usage_error("-n %ld is more than the %d images in %s", n, have, images);
     }
-    rc = open_session(&a, &m, &s, 1, &err);
+    rc = open_session(&a, n, &m, &s, 1, &err);
     if (!rc) cli_pin_images(a.backend, &ds);
     const int classes = rc ? 0 : nc_model_num_classes(m);
+    if (!rc && labels) rc = nc_dataset_check_labels(&ds, (int)n, classes, labels, &err);
     if (!rc && (!(pred = malloc((size_t)n * sizeof *pred)) ||
                 !(logits = malloc((size_t)n * (size_t)classes * sizeof *logits))))
         rc = nc_fail(&err, NC_ERR_NOMEM, "out of memory for %ld predictions", n);
@@ -373,10 +378,12 @@ int cmd_predict(int argc, char **argv) {
         long correct = 0;
         for (long i = 0; i < n; i++) {
             cJSON_AddItemToArray(arr, cJSON_CreateNumber(pred[i]));
-            correct += pred[i] == ds.labels[i];
+            if (ds.labels) correct += pred[i] == ds.labels[i];
         }
-        cJSON_AddNumberToObject(o, "correct", (double)correct);
-        cJSON_AddNumberToObject(o, "correctness", (double)correct / (double)n);
+        if (ds.labels) { /* what the predictions are judged against; without --labels, nothing */
+            cJSON_AddNumberToObject(o, "correct", (double)correct);
+            cJSON_AddNumberToObject(o, "correctness", (double)correct / (double)n);
+        }
         print_json(o);
     } else {
         for (long i = 0; i < n; i++) printf("%d\n", pred[i]);

@@ -212,12 +212,16 @@ int cmd_train(int argc, char **argv) {
         nc_plain_text(m->name, sizeof m->name, name); /* as a file's name: control characters shown */
     if (!rc) rc = nc_dataset_load_split(&train, data_dir, "train", &err);
     if (!rc) rc = nc_dataset_load_split(&test, data_dir, "t10k", &err);
-    if (!rc) rc = nc_trainer_create(&t, m, init != NULL, &o, &err);
+    if (rc) goto done;
+    /* A batch larger than both the images trained on and the test set's is the same as one of the larger of the two:
+     * the trainer's buffers are sized for that many, not for what --batch says. */
+    const int n = o.limit && o.limit < train.n ? o.limit : train.n, most = n > test.n ? n : test.n;
+    if (o.batch > most) o.batch = most;
+    rc = nc_trainer_create(&t, m, init != NULL, &o, &err);
     if (rc) goto done;
 
     char in_text[256];
     nc_model_input_text(m, in_text, sizeof in_text);
-    const int n = o.limit && o.limit < train.n ? o.limit : train.n;
     fprintf(stderr,
             "training %s (input %s, %zu parameters) on %d training images, evaluating on %d t10k images\n"
             "%s, lr %g with %s schedule, batch %d, %d epochs, seed %llu, %d threads%s\n",

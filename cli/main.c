@@ -166,6 +166,9 @@ int main(int argc, char **argv) {
         usage(stdout);
         return 0;
     }
+    /* An interrupt (^C, kill, a closed terminal) while a model, --logits or --json file is being written removes its
+     * temporary file. */
+    (void)nc_atomic_file_cleanup_on_signals();
     for (size_t i = 0; i < N_COMMANDS; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
     usage(stderr);

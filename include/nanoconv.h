@@ -40,18 +40,19 @@ typedef struct nc_error {
 
 /* ------------------------------------------------------------------ data */
 
-/* A set of uint8 images with their labels, as read from IDX files. */
+/* A set of uint8 images with their labels, as read from IDX files (labels NULL: images only). */
 typedef struct nc_dataset {
     int n;           /* number of images */
     int h, w;        /* image height and width */
     uint8_t *images; /* (n, h, w) */
-    uint8_t *labels; /* (n), each 0..255 */
+    uint8_t *labels; /* (n), each 0..255; NULL where the set was loaded without labels */
     int pinned;      /* images page-locked by nc_dataset_pin */
 } nc_dataset;
 
 /* Reads an IDX image file and its IDX label file, each raw or gzip-compressed
  * (detected from the content, not the name). Accepts magic 0x00000803 and
- * 0x00000801 and the course's variant whose magic number is 0. */
+ * 0x00000801 and the course's variant whose magic number is 0. labels_path NULL:
+ * the images only (ds->labels NULL). */
 int nc_dataset_load(nc_dataset *ds, const char *images_path, const char *labels_path, nc_error *err);
 
 /* Loads split "t10k" or "train" from a directory holding the four Fashion-MNIST
@@ -69,7 +70,7 @@ int nc_dataset_pin(nc_dataset *ds, nc_error *err);
 
 /* Checks that the first n labels name one of a model's classes (0 .. classes - 1): a label no prediction can match
  * means a corrupt labels file or the wrong model. NC_ERR_MISMATCH naming the first that does not, prefixed by what
- * (the labels' file, say). */
+ * (the labels' file, say); NC_ERR_ARG where ds has no labels. */
 int nc_dataset_check_labels(const nc_dataset *ds, int n, int classes, const char *what, nc_error *err);
 
 void nc_dataset_free(nc_dataset *ds);

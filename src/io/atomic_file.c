@@ -4,6 +4,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +39,63 @@ static const char *write_parts(int fd, const void *const *data, const size_t *si
     }
     errno = why;
     return step;
+}
+
+/* The temporary files being written, for the handler that nc_atomic_file_cleanup_on_signals installs: a slot is
+ * free (0), being filled (1) or names a file (2). The names live in static storage, so that the handler, which may run
+ * on any thread at any moment, never reads memory that a writer frees. More writers at once than slots go unnamed
+ * (an interrupt then leaves their temporary files), as does a name longer than PATH_MAX. */
+enum { PENDING_SLOTS = 8 };
+static atomic_int pending_state[PENDING_SLOTS];
+static char pending_name[PENDING_SLOTS][PATH_MAX];
+
+/* mkstemp on tmp (its template), in a slot where one is free, so that the file is named there before it exists: an
+ * interrupt at any moment finds it. The slot's number in *slot (-1: none). */
+static int pending_mkstemp(char *tmp, int *slot) {
+    *slot = -1;
+    if (strlen(tmp) < PATH_MAX)
+        for (int i = 0; i < PENDING_SLOTS && *slot < 0; i++) {
+            int expect = 0;
+            if (atomic_compare_exchange_strong(&pending_state[i], &expect, 1)) {
+                strcpy(pending_name[i], tmp);
+                atomic_store(&pending_state[i], 2);
+                *slot = i;
+            }
+        }
+    if (*slot < 0) return mkstemp(tmp);
+    const int fd = mkstemp(pending_name[*slot]);
+    strcpy(tmp, pending_name[*slot]);
+    return fd;
+}
+
+static void pending_drop(int slot) {
+    if (slot >= 0) atomic_store(&pending_state[slot], 0);
+}
+
+/* Removes the temporary files being written, then takes the signal's default action (the process ends as it would
+ * have, its exit status saying which signal). unlink, signal and raise are async-signal-safe, and so are the atomics,
+ * being lock-free (nc_atomic_file_cleanup_on_signals checks). */
+static void on_signal(int sig) {
+    for (int i = 0; i < PENDING_SLOTS; i++)
+        if (atomic_load(&pending_state[i]) == 2) unlink(pending_name[i]);
+    signal(sig, SIG_DFL);
+    raise(sig); /* blocked until the handler returns */
+}
+
+int nc_atomic_file_cleanup_on_signals(void) {
+    if (!atomic_is_lock_free(&pending_state[0])) return -1;
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigfillset(&sa.sa_mask);
+    int n = 0;
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction old;
+        if (sigaction(sigs[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL) continue; /* ignored (nohup), or taken */
+        if (sigaction(sigs[i], &sa, NULL) == 0) n++;
+    }
+    return n;
 }
 
 /* Where a write to path goes. */
@@ -119,7 +179,8 @@ int nc_write_file_atomic(const char *path, const void *const *data, const size_t
     memcpy(tmp, target, plen);
     memcpy(tmp + plen, ".tmp.XXXXXX", sizeof ".tmp.XXXXXX");
     rc = NC_OK;
-    const int fd = mkstemp(tmp);
+    int slot;
+    const int fd = pending_mkstemp(tmp, &slot);
     if (fd < 0) {
         rc = nc_fail(err, NC_ERR_IO, "%s: cannot create a temporary file %s: %s", path, tmp, strerror(errno));
     } else {
@@ -138,6 +199,7 @@ int nc_write_file_atomic(const char *path, const void *const *data, const size_t
                          strerror(errno));
         if (rc) unlink(tmp);
     }
+    pending_drop(slot);
     free(tmp);
     free(t.dest);
     return rc;

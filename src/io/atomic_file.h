@@ -30,6 +30,12 @@ int nc_write_file_atomic(const char *path, const void *const *data, const size_t
  * and what is wrong; NC_ERR_ARG for an empty path. */
 int nc_check_output_path(const char *path, nc_error *err);
 
+/* Makes SIGINT, SIGTERM and SIGHUP remove the temporary files that nc_write_file_atomic is writing when they come, and
+ * then end the process as they would have. Signals already ignored (nohup) or already handled are left as they are.
+ * For programs, not the library: the CLI calls it first thing. Returns how many of the three it took, or -1 where the
+ * platform's atomics are not lock-free (the handler could not read them safely; nothing installed). */
+int nc_atomic_file_cleanup_on_signals(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -318,20 +318,19 @@ done:
 }
 
 int nc_dataset_load(nc_dataset *ds, const char *images_path, const char *labels_path, nc_error *err) {
-    if (!ds || !images_path || !labels_path)
-        return nc_fail(err, NC_ERR_ARG, "nc_dataset_load: ds, images_path and labels_path must not be NULL");
+    if (!ds || !images_path) return nc_fail(err, NC_ERR_ARG, "nc_dataset_load: ds and images_path must not be NULL");
     memset(ds, 0, sizeof *ds);
 
     uint8_t *images = NULL, *labels = NULL;
     int n_img = 0, h = 0, w = 0, n_lab = 0, one_h = 0, one_w = 0;
     int rc = idx_load(images_path, IDX_IMAGES, &images, &n_img, &h, &w, err);
     if (rc) return rc;
-    rc = idx_load(labels_path, IDX_LABELS, &labels, &n_lab, &one_h, &one_w, err);
+    rc = labels_path ? idx_load(labels_path, IDX_LABELS, &labels, &n_lab, &one_h, &one_w, err) : NC_OK;
     if (rc) {
         free(images);
         return rc;
     }
-    if (n_img != n_lab) {
+    if (labels_path && n_img != n_lab) {
         free(images);
         free(labels);
         return nc_fail(err, NC_ERR_MISMATCH, "%s: has %d images but %s has %d labels", images_path, n_img, labels_path,
@@ -401,6 +400,7 @@ int nc_dataset_pin(nc_dataset *ds, nc_error *err) {
 }
 
 int nc_dataset_check_labels(const nc_dataset *ds, int n, int classes, const char *what, nc_error *err) {
+    if (!ds->labels && n > 0 && ds->n > 0) return nc_fail(err, NC_ERR_ARG, "%s: no labels were loaded", what);
     for (int i = 0; i < n && i < ds->n; i++)
         if (ds->labels[i] >= classes)
             return nc_fail(err, NC_ERR_MISMATCH, "%s: label %d of image %d is not below the model's %d classes", what,

@@ -73,6 +73,18 @@ with tempfile.TemporaryDirectory() as d:
     expect(["eval", "--model", model, "--data", data_dir_with(lab, gzip.compress(struct.pack(">II", 0x801, 20) +
                                                                                   bad_labels.tobytes()))],
            ["t10k labels", "label 255 of image 7", "10 classes"], "a label past the model's classes")
+    # predict too, and with -n only the labels it counts; without --labels it predicts and counts nothing.
+    bad_dir = data_dir_with(lab, gzip.compress(struct.pack(">II", 0x801, 20) + bad_labels.tobytes()))
+    pred = ["predict", "--model", model, "--backend", "cpu-ref", "--images", os.path.join(good, img)]
+    expect(pred + ["--labels", os.path.join(bad_dir, lab), "--json"], [lab, "label 255 of image 7", "10 classes"],
+           "predict with a label past the model's classes")
+    seven = ncpy.run(pred + ["--labels", os.path.join(bad_dir, lab), "-n", "7", "--json"], check=False)
+    chk.check(seven.returncode == 0 and '"correct"' in seven.stdout, f"-n 7 stops before the bad label: {seven.stderr}")
+    bare = ncpy.run(pred + ["--json"], check=False)
+    chk.check(bare.returncode == 0 and '"predictions"' in bare.stdout and '"correct"' not in bare.stdout,
+              f"predict without --labels: {bare.stdout} {bare.stderr}")
+    lines = ncpy.run(pred, check=False).stdout.split()
+    chk.check(len(lines) == 20 and all(x.isdigit() and int(x) < 10 for x in lines), f"20 classes: {lines}")
     expect(["eval", "--model", model, "--data", os.path.join(d, "nowhere")], ["nowhere"], "missing data directory")
 
     # Model files.
@@ -106,17 +118,30 @@ with tempfile.TemporaryDirectory() as d:
     expect(["eval", "--model", missing, "--data", good], ["missing.safetensors", "4.bias", "missing"],
            "tensor missing")
 
-    # A plan no machine here holds (chunks of 2^20 images of 64 x 512 x 512 activations: 70 TB a buffer): the cpu
-    # backend fails to allocate it, exit 1, and says how much it wanted (read from the plan after it was freed, until
-    # session 65). Under ASan, allocator_may_return_null lets the failure reach that path instead of aborting.
+    # A plan no machine here holds (chunks of 2^20 images of 64 x 512 x 512 activations: 70 TB a buffer, for 2^20
+    # images of one pixel each): the cpu backend fails to allocate it, exit 1, and says how much it wanted (read from
+    # the plan after it was freed, until session 65). Under ASan, allocator_may_return_null lets the failure reach
+    # that path instead of aborting.
+    many = os.path.join(d, "many")
+    os.mkdir(many)
+    ncpy.write_idx_images(os.path.join(many, img), rng.integers(0, 256, (1 << 20, 1, 1), dtype=np.uint8),
+                          compress=True)
+    ncpy.write_idx_labels(os.path.join(many, lab), rng.integers(0, 10, 1 << 20), compress=True)
     vast = os.path.join(d, "vast.safetensors")
     ncpy.run(["init", "--name", "vast", "--input", "1x512x512 raw", "--layers",
               "conv 64 1; maxpool 512 512; flatten; dense 10 bias; softmax", "-o", vast])
     env = dict(os.environ, ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":allocator_may_return_null=1")
-    r = subprocess.run([ncpy.nanoconv(), "eval", "--model", vast, "--data", good, "-n", "2", "--backend", "cpu",
-                        "--threads", "2", "--chunk", "1048576"], capture_output=True, text=True, env=env)
+    r = subprocess.run([ncpy.nanoconv(), "eval", "--model", vast, "--data", many, "-n", str(1 << 20), "--backend",
+                        "cpu", "--threads", "2", "--chunk", "1048576"], capture_output=True, text=True, env=env)
     chk.check(r.returncode == 1 and "out of memory for the cpu plan (2 threads x 2 x 1048576 images x " in r.stderr
               and "ERROR: AddressSanitizer" not in r.stderr, f"a plan too large for memory: exit {r.returncode}: {r.stderr}")
+    # A --chunk past the images run is one chunk of them: the same model on two images takes 128 MB a buffer, not
+    # the 70 TB above (which a machine that overcommits memory hands out for a smaller plan, untouched).
+    for cmd in (["eval", "--model", vast, "--data", good], ["predict", "--model", vast, "--images",
+                                                              os.path.join(good, img), "--json"]):
+        r = subprocess.run([ncpy.nanoconv()] + cmd + ["-n", "2", "--backend", "cpu", "--threads", "2", "--chunk",
+                                                      "1048576"], capture_output=True, text=True, env=env)
+        chk.check(r.returncode == 0, f"{cmd[0]} --chunk 1048576 on two images: exit {r.returncode}: {r.stderr}")
 
     # A model whose input does not match the data (smaller than the images).
     small = os.path.join(d, "small.safetensors")

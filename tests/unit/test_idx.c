@@ -155,6 +155,19 @@ static void test_valid(void) {
         CHECK(is_zeroed(&ds));
     }
     nc_dataset_free(NULL); /* allowed, does nothing */
+
+    /* Images only: no labels to load, none to check against a model's classes. */
+    nc_dataset ds;
+    nc_error err = {0};
+    put_be32(img, 0x803);
+    write_file(ip, "only-images", img, il, 0);
+    CHECK(nc_dataset_load(&ds, ip, NULL, &err) == NC_OK);
+    CHECK(ds.n == 3 && ds.labels == NULL && memcmp(ds.images, img + 16, 24) == 0);
+    CHECK(nc_dataset_check_labels(&ds, 3, 10, "only-images", &err) == NC_ERR_ARG);
+    CHECK_MSG(err, "only-images: no labels");
+    nc_dataset_free(&ds);
+    CHECK(is_zeroed(&ds));
+    CHECK(nc_dataset_load(&ds, NULL, lp, &err) == NC_ERR_ARG);
     free(img);
     free(lab);
 }
