@@ -110,7 +110,8 @@ static const char run_options_help[] =
     "      --backend NAME    cpu-ref, cpu, cuda or cudnn, as built (nanoconv --version); default: %s\n"
     "      --conv-kernel V   convolution kernel version (cuda: 1..15, cpu: 1 direct, 2 implicit GEMM); 0, the\n"
     "                        default: cuda the fastest fp32 version for each layer shape (measured once on this\n"
-    "                        GPU and cached, $NANOCONV_CACHE_DIR or ~/.cache/nanoconv), cpu by a cost model\n"
+    "                        GPU and cached in $NANOCONV_CACHE_DIR, else $XDG_CACHE_HOME/nanoconv or\n"
+    "                        ~/.cache/nanoconv), cpu by a cost model\n"
     "      --threads T       CPU threads (default: OpenMP's, i.e. OMP_NUM_THREADS or all cores)\n"
     "      --chunk B         images per chunk (default: the backend's choice)\n"
     "      --device D        GPU index\n"
@@ -123,16 +124,22 @@ static const char run_options_help[] =
     "                        fma sums in k's order, the SIMT kernels (slower on the wide layers)\n"
     "      --json            print the results as one JSON object\n";
 
-/* Loads the model and opens a session on it; prints the course's "Loading model... done" unless quiet. */
-/* A session for n images: a --chunk past them is one chunk of them all, so the backend's buffers are sized for n. */
-static int open_session(const run_args *a, long n, nc_model **m, nc_session **s, int quiet, nc_error *err) {
+/* Loads the model, checks the labels of ds's first n images against its classes where labels names them (before a
+ * GPU session's first timing of kernels), and opens a session on it for those n images; prints the course's "Loading
+ * model... done" unless quiet. The cpu backends size their buffers for the chunk when the session opens, so a --chunk
+ * past the images is cut to them there (one chunk of them all either way); the GPU backends size theirs for what a
+ * run needs, and time kernels on min(chunk, 2048) images, which is left as asked. */
+static int open_session(const run_args *a, const nc_dataset *ds, long n, const char *labels, nc_model **m,
+                        nc_session **s, int quiet, nc_error *err) {
     if (!quiet) {
         printf("Loading model... ");
         fflush(stdout);
     }
     nc_run_opts opts = a->opts;
-    if (n > 0 && opts.chunk > (size_t)n) opts.chunk = (size_t)n;
+    if ((!strcmp(a->backend, "cpu") || !strcmp(a->backend, "cpu-ref")) && opts.chunk > (size_t)n)
+        opts.chunk = (size_t)n;
     int rc = nc_model_load(m, a->model_path, err);
+    if (!rc && labels) rc = nc_dataset_check_labels(ds, (int)n, nc_model_num_classes(*m), labels, err);
     if (!rc) rc = nc_session_create(s, *m, a->backend, &opts, err);
     if (rc) {
         if (!quiet) printf("failed\n");
@@ -205,7 +212,8 @@ int eval_main(int argc, char **argv, const eval_hook *hook) {
         case 'h':
             printf("usage: nanoconv eval --model FILE [-n N] [--data DIR] [--split t10k|train] [options]\n\n"
                    "  -n N                  evaluate the first N images (default: all)\n"
-                   "      --data DIR        folder with the Fashion-MNIST .gz files (default: $NANOCONV_DATA or %s)\n"
+                   "      --data DIR        folder with the Fashion-MNIST IDX files, raw or .gz (default: "
+                   "$NANOCONV_DATA or %s)\n"
                    "      --split S         t10k (default) or train\n",
                    nc_default_data_dir());
             printf(run_options_help, default_backend());
@@ -239,11 +247,13 @@ int eval_main(int argc, char **argv, const eval_hook *hook) {
         return cli_usage_error("-n %ld is more than the %d images of the %s split in %s", n, have, split,
                                data_dir ? data_dir : nc_default_data_dir());
     }
+    char what[4200]; /* the labels' split, and a folder name of up to 4096 bytes */
+    snprintf(what, sizeof what, "the %s labels in %s", split, data_dir ? data_dir : nc_default_data_dir());
     if (hook && hook->start) {
         /* The default's choice of kernels made (and cached) by a session of its own, before start(): a profile
          * then records the evaluation, not the tuner's timing runs of every version. */
         if (!strcmp(a.backend, "cuda") && !a.opts.conv_kernel && a.opts.precision == 0) { /* fp32 */
-            rc = open_session(&a, n, &m, &s, 1, &err);
+            rc = open_session(&a, &ds, n, what, &m, &s, 1, &err);
             nc_session_free(s);
             nc_model_free(m);
             s = NULL;
@@ -255,12 +265,7 @@ int eval_main(int argc, char **argv, const eval_hook *hook) {
             return cli_fail(&err);
         }
     }
-    rc = open_session(&a, n, &m, &s, a.json, &err);
-    if (!rc) {
-        char what[4200]; /* the split, and a folder name of up to 4096 bytes */
-        snprintf(what, sizeof what, "the %s labels in %s", split, data_dir ? data_dir : nc_default_data_dir());
-        rc = nc_dataset_check_labels(&ds, (int)n, nc_model_num_classes(m), what, &err);
-    }
+    rc = open_session(&a, &ds, n, what, &m, &s, a.json, &err);
     if (!rc) cli_pin_images(a.backend, &ds);
     if (!rc && !(pred = malloc((size_t)n * sizeof *pred))) rc = nc_fail(&err, NC_ERR_NOMEM, "out of memory");
     nc_timing t;
@@ -353,10 +358,9 @@ int cmd_predict(int argc, char **argv) {
         nc_dataset_free(&ds);
         return cli_usage_error("-n %ld is more than the %d images in %s", n, have, images);
     }
-    rc = open_session(&a, n, &m, &s, 1, &err);
+    rc = open_session(&a, &ds, n, labels, &m, &s, 1, &err);
     if (!rc) cli_pin_images(a.backend, &ds);
     const int classes = rc ? 0 : nc_model_num_classes(m);
-    if (!rc && labels) rc = nc_dataset_check_labels(&ds, (int)n, classes, labels, &err);
     if (!rc && (!(pred = malloc((size_t)n * sizeof *pred)) ||
                 !(logits = malloc((size_t)n * (size_t)classes * sizeof *logits))))
         rc = nc_fail(&err, NC_ERR_NOMEM, "out of memory for %ld predictions", n);
@@ -442,6 +446,7 @@ int cmd_init(int argc, char **argv) {
         default: return EXIT_USAGE;
         }
     }
+    if (optind < argc) return cli_usage_error("init: unexpected argument '%s'", argv[optind]);
     if (!name || !input || !layers || !out)
         return cli_usage_error("init: --name, --input, --layers and -o are required");
     nc_error err = {0};

@@ -50,7 +50,7 @@ static const char train_help[] =
     "      --schedule S       cosine (default), step (lr/10 at 50%%, lr/100 at 75%% of the steps) or const\n"
     "      --seed S           initial weights and image order (default 1); a run is a function of its options\n"
     "      --threads T        CPU threads (default: OpenMP's, i.e. OMP_NUM_THREADS or all cores)\n"
-    "      --data DIR         folder with the Fashion-MNIST .gz files (default: $NANOCONV_DATA or %s)\n"
+    "      --data DIR         folder with the Fashion-MNIST IDX files, raw or .gz (default: $NANOCONV_DATA or %s)\n"
     "      --limit N          train on the first N training images only (for tests)\n\n"
     "Progress goes to stderr: a progress bar on a terminal, else one line per epoch.\n";
 
@@ -216,7 +216,11 @@ int cmd_train(int argc, char **argv) {
     /* A batch larger than both the images trained on and the test set's is the same as one of the larger of the two:
      * the trainer's buffers are sized for that many, not for what --batch says. */
     const int n = o.limit && o.limit < train.n ? o.limit : train.n, most = n > test.n ? n : test.n;
-    if (o.batch > most) o.batch = most;
+    char asked[64] = "";
+    if (o.batch > most) {
+        snprintf(asked, sizeof asked, " (--batch %d: past the images)", o.batch);
+        o.batch = most;
+    }
     rc = nc_trainer_create(&t, m, init != NULL, &o, &err);
     if (rc) goto done;
 
@@ -224,9 +228,9 @@ int cmd_train(int argc, char **argv) {
     nc_model_input_text(m, in_text, sizeof in_text);
     fprintf(stderr,
             "training %s (input %s, %zu parameters) on %d training images, evaluating on %d t10k images\n"
-            "%s, lr %g with %s schedule, batch %d, %d epochs, seed %llu, %d threads%s\n",
+            "%s, lr %g with %s schedule, batch %d%s, %d epochs, seed %llu, %d threads%s\n",
             m->name, in_text, m->n_params, n, test.n, nc_optimizer_name(o.optimizer), (double)o.lr,
-            nc_schedule_name(o.schedule), o.batch, o.epochs, (unsigned long long)o.seed, omp_get_max_threads(),
+            nc_schedule_name(o.schedule), o.batch, asked, o.epochs, (unsigned long long)o.seed, omp_get_max_threads(),
             init ? ", continuing from the given model" : "");
     progress_state st = {.tty = isatty(STDERR_FILENO), .correctness = -1.0};
     const double t0 = nc_now();

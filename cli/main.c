@@ -140,7 +140,9 @@ void cli_pin_images(const char *backend, nc_dataset *ds) {
 static void usage(FILE *f) {
     fprintf(f, "usage: nanoconv COMMAND [options]   (nanoconv COMMAND --help for its options)\n\ncommands:\n");
     for (size_t i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-13s %s\n", commands[i].name, commands[i].help);
-    fprintf(f, "\nexit status: 0 success, 1 failure at run time (device, memory), 2 bad input or usage\n");
+    fprintf(f, "  %-13s %s\n", "--version", "the version, the CUDA kernels' id and the backends built");
+    fprintf(f, "\nexit status: 0 success, 1 failure at run time (device, memory) or a failed bench --check, 2 bad "
+               "input or usage\n");
 }
 
 static void version(void) {

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -42,42 +43,63 @@ static const char *write_parts(int fd, const void *const *data, const size_t *si
 }
 
 /* The temporary files being written, for the handler that nc_atomic_file_cleanup_on_signals installs: a slot is
- * free (0), being filled (1) or names a file (2). The names live in static storage, so that the handler, which may run
- * on any thread at any moment, never reads memory that a writer frees. More writers at once than slots go unnamed
- * (an interrupt then leaves their temporary files), as does a name longer than PATH_MAX. */
+ * free (0), being filled (1) or names a file that exists (2), created by process pending_pid (a child made by fork
+ * inherits the table and the handler, and leaves its parent's files alone). The names live in static storage, so
+ * that the handler, which may run on any thread at any moment, never reads memory that a writer frees. More writers
+ * at once than slots go unnamed (an interrupt then leaves their temporary files), as does a name longer than
+ * PATH_MAX. */
 enum { PENDING_SLOTS = 8 };
 static atomic_int pending_state[PENDING_SLOTS];
+static pid_t pending_pid[PENDING_SLOTS];
 static char pending_name[PENDING_SLOTS][PATH_MAX];
 
-/* mkstemp on tmp (its template), in a slot where one is free, so that the file is named there before it exists: an
- * interrupt at any moment finds it. The slot's number in *slot (-1: none). */
-static int pending_mkstemp(char *tmp, int *slot) {
+/* The signals the handler takes, blocked in the writing thread from mkstemp until the file is named in its slot, and
+ * from the rename until the slot is free: an interrupt then never finds a file unnamed, nor a name whose file is
+ * gone (which by then could be someone else's). One that comes meanwhile is delivered as they are unblocked; where
+ * another thread takes it first (a process-wide signal goes to any thread that does not block it), the file being
+ * created can be left behind. */
+static void block_signals(sigset_t *old) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &set, old);
+}
+
+/* mkstemp on tmp (its template) with the file named in a free slot as it is created. The slot's number in *slot
+ * (-1: none free, or mkstemp failed); signals blocked until pending_drop. */
+static int pending_mkstemp(char *tmp, int *slot, sigset_t *old) {
     *slot = -1;
-    if (strlen(tmp) < PATH_MAX)
+    block_signals(old);
+    const int fd = mkstemp(tmp);
+    if (fd >= 0 && strlen(tmp) < PATH_MAX)
         for (int i = 0; i < PENDING_SLOTS && *slot < 0; i++) {
             int expect = 0;
             if (atomic_compare_exchange_strong(&pending_state[i], &expect, 1)) {
                 strcpy(pending_name[i], tmp);
+                pending_pid[i] = getpid();
                 atomic_store(&pending_state[i], 2);
                 *slot = i;
             }
         }
-    if (*slot < 0) return mkstemp(tmp);
-    const int fd = mkstemp(pending_name[*slot]);
-    strcpy(tmp, pending_name[*slot]);
+    pthread_sigmask(SIG_SETMASK, old, NULL);
     return fd;
 }
 
-static void pending_drop(int slot) {
+/* The file is renamed or removed: its slot free, and the signals as they were. Called with them blocked. */
+static void pending_drop(int slot, const sigset_t *old) {
     if (slot >= 0) atomic_store(&pending_state[slot], 0);
+    pthread_sigmask(SIG_SETMASK, old, NULL);
 }
 
-/* Removes the temporary files being written, then takes the signal's default action (the process ends as it would
- * have, its exit status saying which signal). unlink, signal and raise are async-signal-safe, and so are the atomics,
- * being lock-free (nc_atomic_file_cleanup_on_signals checks). */
+/* Removes this process's temporary files being written, then takes the signal's default action (the process ends as
+ * it would have, its exit status saying which signal). unlink, getpid, signal and raise are async-signal-safe, and
+ * so are the atomics, being lock-free (nc_atomic_file_cleanup_on_signals checks). */
 static void on_signal(int sig) {
+    const pid_t self = getpid();
     for (int i = 0; i < PENDING_SLOTS; i++)
-        if (atomic_load(&pending_state[i]) == 2) unlink(pending_name[i]);
+        if (atomic_load(&pending_state[i]) == 2 && pending_pid[i] == self) unlink(pending_name[i]);
     signal(sig, SIG_DFL);
     raise(sig); /* blocked until the handler returns */
 }
@@ -180,7 +202,8 @@ int nc_write_file_atomic(const char *path, const void *const *data, const size_t
     memcpy(tmp + plen, ".tmp.XXXXXX", sizeof ".tmp.XXXXXX");
     rc = NC_OK;
     int slot;
-    const int fd = pending_mkstemp(tmp, &slot);
+    sigset_t old;
+    const int fd = pending_mkstemp(tmp, &slot, &old);
     if (fd < 0) {
         rc = nc_fail(err, NC_ERR_IO, "%s: cannot create a temporary file %s: %s", path, tmp, strerror(errno));
     } else {
@@ -192,14 +215,14 @@ int nc_write_file_atomic(const char *path, const void *const *data, const size_t
         } else {
             step = write_parts(fd, data, size, n, 1);
         }
-        if (step)
-            rc = nc_fail(err, NC_ERR_IO, "%s: cannot write %s: %s: %s", path, tmp, step, strerror(errno));
-        else if (rename(tmp, target) != 0)
+        if (step) rc = nc_fail(err, NC_ERR_IO, "%s: cannot write %s: %s: %s", path, tmp, step, strerror(errno));
+        block_signals(&old);
+        if (!rc && rename(tmp, target) != 0)
             rc = nc_fail(err, NC_ERR_IO, "%s: cannot rename %s onto %s: %s", path, tmp, t.dest ? t.dest : "it",
                          strerror(errno));
         if (rc) unlink(tmp);
+        pending_drop(slot, &old);
     }
-    pending_drop(slot);
     free(tmp);
     free(t.dest);
     return rc;

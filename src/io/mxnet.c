@@ -540,8 +540,10 @@ static int parse_array(mx_reader *r, mx_array *a) {
         return rc;
     size_t bytes;
     if (a->dtype < 0 || a->dtype >= MX_N_DTYPES)
-        return nc_fail(r->err, NC_ERR_FORMAT, "%s: %s: unknown dtype %d; only float32 (0) is supported", r->path,
-                       r->where, a->dtype);
+        return nc_fail(
+            r->err, NC_ERR_FORMAT,
+            "%s: %s: unknown dtype %d (the importer knows MXNet's 0 to 6, and takes its weights in float32, 0)",
+            r->path, r->where, a->dtype);
     if (!nc_mul_ok(a->count, dtypes[a->dtype].size, &bytes))
         return nc_fail(r->err, NC_ERR_FORMAT, "%s: %s: too many elements", r->path, r->where);
     return rd_bytes(r, bytes, "its data", &a->data);

@@ -158,17 +158,18 @@ static int build_from_metadata(nc_model **out, const cJSON *root, const char *pa
         vals[i] = v->valuestring;
     }
 
-    /* Name: the metadata's, else the file's basename without its extension. */
-    char name[sizeof((nc_model *)0)->name];
+    /* Name: the metadata's, else the file's basename without its extension; nc_model_parse cuts it to fit (at a
+     * character's boundary). */
+    char name[1024];
     const cJSON *nm = cJSON_GetObjectItemCaseSensitive(meta, "nanoconv.name");
     if (nm) {
         snprintf(name, sizeof name, "%s", nm->valuestring);
     } else {
         const char *base = strrchr(path, '/');
         base = base ? base + 1 : path;
-        snprintf(name, sizeof name, "%s", base);
-        char *dot = strrchr(name, '.');
-        if (dot && dot != name) *dot = '\0';
+        const char *dot = strrchr(base, '.'); /* the extension off first, then the name cut to fit */
+        const int len = dot && dot != base ? (int)(dot - base) : (int)strlen(base);
+        snprintf(name, sizeof name, "%.*s", len, base);
     }
 
     int rc = nc_model_parse(out, name, vals[0], vals[1], err);

@@ -210,6 +210,10 @@ with tempfile.TemporaryDirectory() as d:
            "--logits in a missing folder")
     expect(["init", "--name", "m", "--input", "1x28x28 raw", "--layers", ARCH, "-o", ""], ["-o", "file name"],
            "an empty init -o")
+    stray = os.path.join(d, "stray.safetensors")
+    expect(["init", "--name", "m", "--input", "1x28x28 raw", "--layers", ARCH, "-o", stray, "extra"],
+           ["init", "unexpected argument 'extra'"], "init with a stray argument")
+    chk.check(not os.path.exists(stray), "no model written by an init with a stray argument")
     expect(["bench", "--model", model, "--backend", "cpu", "--json", os.path.join(d, "no-dir", "b.json")],
            ["--json", "no-dir"], "bench --json in a missing folder")
     chk.check(not os.path.exists(os.path.join(d, "no-dir")), "no folder made for a refused output")

@@ -87,7 +87,7 @@ with tempfile.TemporaryDirectory() as tmp:
     with open(again, "rb") as f:
         exact = f.read()
     p = ncpy.run(one + ["--batch", "65536", "-o", again])
-    chk.check(", batch 10000, 1 epochs" in p.stderr, p.stderr)
+    chk.check(", batch 10000 (--batch 65536: past the images), 1 epochs" in p.stderr, p.stderr)
     with open(again, "rb") as f:
         chk.check(f.read() == exact, "--batch 65536 on 600 images gives --batch 600's model")
 

@@ -8,7 +8,8 @@
  * Interrupts: a child process installs nc_atomic_file_cleanup_on_signals and writes 16 MiB files over and over;
  * the parent sends it SIGINT, SIGTERM or SIGHUP while it writes, and checks that the child ended by that signal and
  * left no temporary file. Without the handler the signal nearly always lands in a write or an fsync, leaving one. A
- * signal the child ignored before installing stays ignored. */
+ * signal the child ignored before installing stays ignored. A process made by fork inherits the handler: signalled,
+ * it must leave the files its parent is writing alone. */
 #define _POSIX_C_SOURCE 200809L
 #include "io/atomic_file.h"
 #include "nc_test.h"
@@ -16,7 +17,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -156,6 +159,65 @@ static void test_interrupts(void) {
     CHECK(count_temporaries() == 0);
 }
 
+/* A thread writing 16 MiB files over and over until told to stop; counts the writes that failed. */
+static atomic_int stop_writing, write_failures;
+
+static void *writer_thread(void *arg) {
+    (void)arg;
+    const size_t n = (size_t)16 << 20;
+    char *big = calloc(n, 1), p[PATH_MAX];
+    const void *data[1] = {big};
+    const size_t size[1] = {n};
+    in_dir(p, "forked.bin");
+    while (big && !atomic_load(&stop_writing)) {
+        nc_error err = {0};
+        if (nc_write_file_atomic(p, data, size, 1, &err) != NC_OK) {
+            atomic_fetch_add(&write_failures, 1);
+            fprintf(stderr, "the parent's write: %s\n", err.msg);
+        }
+    }
+    free(big);
+    return NULL;
+}
+
+/* In a child: the handler installed, a thread writing, and a grandchild forked (no exec) while it writes, then sent
+ * SIGTERM. Exit 0 where the grandchild died of it and every write of the thread succeeded; without the handler's
+ * check of its process, the grandchild removed the temporary file being written, whose rename then failed. */
+static void fork_child(void) {
+    signal(SIGTERM, SIG_DFL);
+    if (nc_atomic_file_cleanup_on_signals() < 1) _exit(3);
+    pthread_t th;
+    if (pthread_create(&th, NULL, writer_thread, NULL) != 0) _exit(4);
+    int bad = 0;
+    for (int i = 0; i < 5; i++) {
+        const struct timespec wait = {0, 20 * 1000 * 1000};
+        nanosleep(&wait, NULL);
+        const pid_t g = fork();
+        if (g == 0) {
+            for (;;) pause();
+        }
+        int status = 0;
+        if (g < 0 || kill(g, SIGTERM) != 0 || waitpid(g, &status, 0) != g || !WIFSIGNALED(status) ||
+            WTERMSIG(status) != SIGTERM)
+            bad = 1;
+    }
+    atomic_store(&stop_writing, 1);
+    pthread_join(th, NULL);
+    _exit(bad ? 5 : atomic_load(&write_failures) ? 6 : 0);
+}
+
+static void test_fork(void) {
+    fflush(NULL);
+    const pid_t pid = fork();
+    if (pid == 0) fork_child();
+    int status = -1;
+    while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    CHECK(pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status)) fprintf(stderr, "fork case: wait status %#x\n", status);
+    CHECK(count_temporaries() == 0);
+}
+
 int main(void) {
     if (!mkdtemp(tmp_dir)) {
         perror("mkdtemp");
@@ -163,6 +225,7 @@ int main(void) {
     }
     test_writes();
     test_interrupts();
+    test_fork();
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp_dir);

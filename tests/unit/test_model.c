@@ -616,6 +616,18 @@ static void test_hand_written_file(void) {
         nc_model_free(m);
     }
     unlink(path);
+    /* A long file name: the extension off, then the name cut to its first 63 bytes (not cut first, which left the
+     * name before the first dot, "my"). */
+    char longer[] = "my.model-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx.safetensors";
+    path_in_dir(path, sizeof path, longer);
+    write_file(path, strlen(GOOD), GOOD, 180);
+    m = NULL;
+    CHECK(nc_model_load(&m, path, &err) == NC_OK);
+    if (m) {
+        CHECK(strlen(nc_model_name(m)) == 63 && strncmp(nc_model_name(m), longer, 63) == 0);
+        nc_model_free(m);
+    }
+    unlink(path);
 }
 
 /* nc_plain_text: printable ASCII and well-formed UTF-8 kept, everything else as \xHH, cut at a whole character. */
