@@ -142,6 +142,10 @@ typedef struct nc_run_opts {
 #define NC_ALL_DEVICES (-1) /* nc_run_opts.devices: every GPU from `device` on */
 #define NC_MAX_DEVICES 64   /* the most GPUs a session spreads a run over */
 
+/* Threads: a session is one thread's at a time (its plan holds the run's buffers and, on a GPU, its stream).
+ * Sessions of their own, on one model or several and on any backends, may be created, run and freed at once from
+ * several threads; sessions only read their model. A cpu or cpu-ref run uses OpenMP threads of its own
+ * (nc_run_opts.threads each). */
 typedef struct nc_session nc_session;
 
 /* Names of the backends built into this library, NULL-terminated. */

@@ -23,10 +23,14 @@ static const nc_backend *const backends[] = {
 /* Names a user may know from the documentation, built here or not. */
 static const char *const known_names[] = {"cpu-ref", "cpu", "cuda", "cudnn"};
 
-const char *const *nc_backend_names(void) {
-    static const char *names[N_BACKENDS + 1];
+static const char *names[N_BACKENDS + 1];
+static void fill_names(void) {
     for (size_t i = 0; i < N_BACKENDS; i++) names[i] = backends[i]->name;
-    names[N_BACKENDS] = NULL;
+}
+
+const char *const *nc_backend_names(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, fill_names); /* written once, whatever threads ask */
     return names;
 }
 

@@ -2,6 +2,7 @@
 #include "cuda/vendor_libs.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 
 #define NC_STR_(x) #x
@@ -9,6 +10,7 @@
 
 static nc_vendor_api api;
 static int loaded; /* NC_VENDOR_* bits of the libraries whose functions are all in api */
+static pthread_mutex_t loading = PTHREAD_MUTEX_INITIALIZER; /* sessions created at once on several threads */
 
 /* dlopen by soname (the loader's search path: LD_LIBRARY_PATH, the cache, the executable's RUNPATH), then from
  * the folder the build found it in. On failure, *why gets the first attempt's reason (the usual one to see). */
@@ -59,8 +61,7 @@ static int load_cudnn(nc_error *err) {
 }
 #endif
 
-int nc_vendor_load(const nc_vendor_api **out, int which, nc_error *err) {
-    *out = NULL;
+static int load_locked(int which, nc_error *err) {
     int rc;
     if ((which & NC_VENDOR_CUBLAS) && !(loaded & NC_VENDOR_CUBLAS)) {
         if ((rc = load_cublas(err))) return rc;
@@ -74,6 +75,14 @@ int nc_vendor_load(const nc_vendor_api **out, int which, nc_error *err) {
         return nc_fail(err, NC_ERR_UNAVAILABLE, "this nanoconv was built without cuDNN");
 #endif
     }
-    *out = &api;
     return NC_OK;
+}
+
+int nc_vendor_load(const nc_vendor_api **out, int which, nc_error *err) {
+    *out = NULL;
+    pthread_mutex_lock(&loading);
+    const int rc = load_locked(which, err);
+    pthread_mutex_unlock(&loading);
+    if (!rc) *out = &api;
+    return rc;
 }

@@ -23,6 +23,7 @@ int main(void) {
 }
 #else
 #include <cuda_runtime_api.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include "core/backend.h"
@@ -474,6 +475,95 @@ static void test_backends(void) {
     nc_model_free(m);
 }
 
+/* Sessions of their own, created, run and freed at once on four threads of one device (nanoconv.h: a session is one
+ * thread's at a time; sessions of their own may run at once), each on images of its own: every thread's predictions
+ * are cpu-ref's and its logits within the layer tolerance of them; and on a fixed exact version (6, no tuning, the
+ * same sums), bit for bit those of the same session run alone. On the tuned default the four may tune at once. */
+enum { GC_THREADS = 4, GC_N = 211 };
+typedef struct {
+    const nc_model *m;
+    const char *backend;
+    int conv_kernel;
+    const uint8_t *img;
+    int *pred;
+    float *logits;
+    int rc;
+    nc_error err;
+} gc_job;
+
+static void *gc_run(void *arg) {
+    gc_job *j = arg;
+    nc_session *s = NULL;
+    nc_run_opts opts = {0};
+    opts.conv_kernel = j->conv_kernel;
+    opts.chunk = 64;
+    j->rc = nc_session_create(&s, j->m, j->backend, &opts, &j->err);
+    for (int rep = 0; rep < 2 && !j->rc; rep++)
+        j->rc = nc_session_run(s, j->img, GC_N, 28, 28, j->pred, j->logits, NULL, &j->err);
+    nc_session_free(s);
+    return NULL;
+}
+
+static void test_concurrent_sessions(void) {
+    nc_error err = {0};
+    nc_model *m = NULL;
+    check_rc(nc_model_build(&m, "concurrent", "1x28x28 raw",
+                            "conv 12 5 bias; tanh; maxpool 2 2; conv 16 5 bias; tanh; maxpool 2 2; flatten; "
+                            "dense 64 bias; tanh; dense 10 bias; softmax",
+                            &err),
+             &err, "nc_model_build");
+    if (!m) return;
+    nc_model_init_seeded(m, 21);
+    const size_t per = (size_t)GC_N * 28 * 28, nl = (size_t)GC_N * 10;
+    uint8_t *img = xmalloc(GC_THREADS * per);
+    for (size_t i = 0; i < GC_THREADS * per; i++) img[i] = (uint8_t)rand_int(0, 255);
+    int *pref = xmalloc(GC_THREADS * GC_N * sizeof(int));
+    float *lref = xmalloc(GC_THREADS * nl * sizeof(float));
+    nc_session *s = NULL;
+    check_rc(nc_session_create(&s, m, "cpu-ref", NULL, &err), &err, "cpu-ref session");
+    if (s) check_rc(nc_session_run(s, img, GC_THREADS * GC_N, 28, 28, pref, lref, NULL, &err), &err, "cpu-ref run");
+    nc_session_free(s);
+    const struct {
+        const char *backend;
+        int conv_kernel;
+    } cases[] = {{"cuda", 0}, {"cuda", 6}, {"cudnn", 0}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        if (!strcmp(cases[c].backend, "cudnn") && !nc_backend_find("cudnn")) continue;
+        gc_job alone[GC_THREADS], together[GC_THREADS];
+        for (int t = 0; t < GC_THREADS; t++) {
+            alone[t] = (gc_job){
+                .m = m, .backend = cases[c].backend, .conv_kernel = cases[c].conv_kernel, .img = img + t * per};
+            alone[t].pred = xmalloc(GC_N * sizeof(int)), alone[t].logits = xmalloc(nl * sizeof(float));
+            together[t] = alone[t];
+            together[t].pred = xmalloc(GC_N * sizeof(int)), together[t].logits = xmalloc(nl * sizeof(float));
+            if (cases[c].conv_kernel) gc_run(&alone[t]);
+        }
+        pthread_t th[GC_THREADS];
+        for (int t = 0; t < GC_THREADS; t++) CHECK(pthread_create(&th[t], NULL, gc_run, &together[t]) == 0);
+        for (int t = 0; t < GC_THREADS; t++) pthread_join(th[t], NULL);
+        char what[64];
+        snprintf(what, sizeof what, "%s v%d, four threads at once", cases[c].backend, cases[c].conv_kernel);
+        for (int t = 0; t < GC_THREADS; t++) {
+            check_rc(together[t].rc, &together[t].err, what);
+            int same = 0;
+            for (int i = 0; i < GC_N; i++) same += together[t].pred[i] == pref[t * GC_N + i];
+            if (same != GC_N)
+                fprintf(stderr, "%s: thread %d: %d of %d predictions differ\n", what, t, GC_N - same, GC_N);
+            CHECK(same == GC_N);
+            check_close(what, together[t].logits, lref + t * nl, nl, 1e-5, 1e-4);
+            if (cases[c].conv_kernel) {
+                check_rc(alone[t].rc, &alone[t].err, "alone");
+                CHECK(memcmp(alone[t].logits, together[t].logits, nl * sizeof(float)) == 0);
+            }
+            free(alone[t].pred), free(alone[t].logits), free(together[t].pred), free(together[t].logits);
+        }
+    }
+    free(img);
+    free(pref);
+    free(lref);
+    nc_model_free(m);
+}
+
 static void test_errors(void) {
     nc_error err = {0};
     int v = 99;
@@ -540,6 +630,7 @@ int main(void) {
     test_softmax_argmax();
     test_resize();
     test_backends();
+    test_concurrent_sessions();
     test_errors();
     CU(cudaStreamDestroy(stream));
     return nc_test_done("test_gpu_layers");

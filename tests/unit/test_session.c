@@ -1,4 +1,6 @@
-/* Sessions and the backend interface: argmax ties, chunking, timings, input checks, --devices, backend names. */
+/* Sessions and the backend interface: argmax ties, chunking, timings, input checks, --devices, backend names, and
+ * sessions of their own run at once from several threads. */
+#include <pthread.h>
 #include <stdint.h>
 
 #include "core/backend.h"
@@ -117,10 +119,71 @@ static void test_backend_names(void) {
     CHECK(n >= 1);
 }
 
+/* Several threads at once, each creating, running and freeing a session of its own on one model (nanoconv.h: a
+ * session is one thread's at a time; sessions of their own may run at once). Each thread's outputs must be, bit for
+ * bit, those of the same backend run alone: a shared buffer or a race on the plans would mix images up. */
+enum { CONC_THREADS = 4, CONC_N = 53 };
+typedef struct {
+    const nc_model *m;
+    const char *backend;
+    const uint8_t *img;
+    int pred[CONC_N];
+    float logits[CONC_N * 10];
+    int rc;
+} conc_job;
+
+static void *conc_run(void *arg) {
+    conc_job *j = arg;
+    nc_error err = {0};
+    nc_session *s = NULL;
+    const nc_run_opts opts = {.threads = 2, .chunk = 8};
+    j->rc = nc_session_create(&s, j->m, j->backend, &opts, &err);
+    for (int rep = 0; rep < 3 && !j->rc; rep++)
+        j->rc = nc_session_run(s, j->img, CONC_N, 16, 16, j->pred, j->logits, NULL, &err);
+    if (j->rc) fprintf(stderr, "%s in a thread: %s\n", j->backend, err.msg);
+    nc_session_free(s);
+    return NULL;
+}
+
+static void test_concurrent_sessions(void) {
+    nc_error err = {0};
+    nc_model *m = NULL;
+    if (nc_model_build(&m, "t", "1x16x16 unit",
+                       "conv 6 5 bias; tanh; maxpool 2 2; conv 8 3; relu; flatten; dense 10 bias", &err)) {
+        CHECK(0);
+        return;
+    }
+    nc_model_init_seeded(m, 11);
+    static uint8_t img[CONC_THREADS][CONC_N * 256];
+    for (int t = 0; t < CONC_THREADS; t++) /* each thread its own images */
+        for (int i = 0; i < CONC_N * 256; i++) img[t][i] = (uint8_t)(((unsigned)(i + 977 * t) * 2654435761u) >> 24);
+    const char *backends[] = {"cpu-ref", "cpu"};
+    for (int b = 0; b < 2; b++) {
+        static conc_job alone[CONC_THREADS], together[CONC_THREADS];
+        for (int t = 0; t < CONC_THREADS; t++) {
+            alone[t] = (conc_job){.m = m, .backend = backends[b], .img = img[t]};
+            together[t] = alone[t];
+            conc_run(&alone[t]);
+        }
+        pthread_t th[CONC_THREADS];
+        for (int t = 0; t < CONC_THREADS; t++) CHECK(pthread_create(&th[t], NULL, conc_run, &together[t]) == 0);
+        for (int t = 0; t < CONC_THREADS; t++) pthread_join(th[t], NULL);
+        for (int t = 0; t < CONC_THREADS; t++) {
+            CHECK(alone[t].rc == NC_OK && together[t].rc == NC_OK);
+            CHECK(memcmp(alone[t].pred, together[t].pred, sizeof alone[t].pred) == 0);
+            CHECK(memcmp(alone[t].logits, together[t].logits, sizeof alone[t].logits) == 0);
+        }
+        /* The threads' images differ, and so do their logits: the comparison above could fail. */
+        CHECK(memcmp(alone[0].logits, alone[1].logits, sizeof alone[0].logits) != 0);
+    }
+    nc_model_free(m);
+}
+
 int main(void) {
     test_argmax();
     test_chunks_and_timing();
     test_devices();
     test_backend_names();
+    test_concurrent_sessions();
     return nc_test_done("test_session");
 }
