@@ -143,9 +143,11 @@ typedef struct nc_run_opts {
 #define NC_MAX_DEVICES 64   /* the most GPUs a session spreads a run over */
 
 /* Threads: a session is one thread's at a time (its plan holds the run's buffers and, on a GPU, its stream).
- * Sessions of their own, on one model or several and on any backends, may be created, run and freed at once from
- * several threads; sessions only read their model. A cpu or cpu-ref run uses OpenMP threads of its own
- * (nc_run_opts.threads each). */
+ * Sessions of their own, on one model or several and on any backends, may be created, run and freed from several
+ * threads at once; sessions only read their model. The cuda and cudnn sessions on one GPU take turns there (a lock a
+ * GPU, held while one is created, runs or is freed: they would share the device's constant memory, kernels'
+ * shared-memory limits and the tuner's timings), and those on different GPUs go at once. A cpu or cpu-ref run uses
+ * OpenMP threads of its own: nc_run_opts.threads each, by default every core. */
 typedef struct nc_session nc_session;
 
 /* Names of the backends built into this library, NULL-terminated. */

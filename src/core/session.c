@@ -50,6 +50,32 @@ void nc_argmax_rows(int *pred, const float *x, int n, int classes) {
     }
 }
 
+/* A lock a GPU, which a GPU backend's plan holds while it is created, run and destroyed: sessions of their own on
+ * one GPU, on several threads, take turns there. What they would share: version 2's weights in the device's constant
+ * memory, each kernel's shared-memory limit (set for the whole process, and by some launches to what their shape
+ * needs), the tuner's timings (each others' load) and its cache. Sessions on different GPUs, and a session's plans on
+ * the GPUs of one run, go at once. */
+static pthread_mutex_t gpu_locks[NC_MAX_DEVICES];
+static void gpu_locks_init(void) {
+    for (int i = 0; i < NC_MAX_DEVICES; i++) pthread_mutex_init(&gpu_locks[i], NULL);
+}
+
+/* The lock of GPU device where b runs on GPUs; NULL for a CPU backend (or a device past the table, which the
+ * backend's own check refuses). */
+static pthread_mutex_t *gpu_lock(const nc_backend *b, int device) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    if (!b->device_count || device < 0 || device >= NC_MAX_DEVICES) return NULL;
+    pthread_once(&once, gpu_locks_init);
+    return &gpu_locks[device];
+}
+
+static void lock(pthread_mutex_t *m) {
+    if (m) pthread_mutex_lock(m);
+}
+static void unlock(pthread_mutex_t *m) {
+    if (m) pthread_mutex_unlock(m);
+}
+
 /* A session: the model, its backend, and a plan a GPU where a run is spread over several (one plan otherwise). */
 struct nc_session {
     const nc_model *model;
@@ -124,7 +150,11 @@ int nc_session_create(nc_session **out, const nc_model *m, const char *backend, 
     for (int i = 0; i < n_plans; i++) {
         o.device = s->device0 + i;
         o.devices = 1;
-        if ((rc = b->create(&s->plan[i], m, &o, err))) {
+        pthread_mutex_t *l = gpu_lock(b, o.device);
+        lock(l);
+        rc = b->create(&s->plan[i], m, &o, err);
+        unlock(l);
+        if (rc) {
             if (n_plans > 1) nc_error_prefix(err, "GPU %d", o.device);
             nc_session_free(s);
             return rc;
@@ -139,6 +169,7 @@ int nc_session_create(nc_session **out, const nc_model *m, const char *backend, 
 typedef struct {
     const nc_backend *backend;
     void *plan;
+    int device;
     const uint8_t *images;
     int n, h, w;
     int *pred;
@@ -150,7 +181,10 @@ typedef struct {
 
 static void *session_share_run(void *arg) {
     session_share *sh = arg;
+    pthread_mutex_t *l = gpu_lock(sh->backend, sh->device);
+    lock(l);
     sh->rc = sh->backend->run(sh->plan, sh->images, sh->n, sh->h, sh->w, sh->pred, sh->logits, &sh->t, &sh->err);
+    unlock(l);
     return NULL;
 }
 
@@ -167,6 +201,7 @@ static int session_run_shares(nc_session *s, const uint8_t *images, int n, int h
         const int share = n / s->n_plans + (i < n % s->n_plans);
         sh[i] = (session_share){.backend = s->backend,
                                 .plan = s->plan[i],
+                                .device = s->device0 + i,
                                 .images = images + (size_t)off * h * w,
                                 .n = share,
                                 .h = h,
@@ -223,14 +258,31 @@ int nc_session_run(nc_session *s, const uint8_t *images, int n, int h, int w, in
     const double t0 = nc_now();
     if (s->n_plans > 1)
         rc = session_run_shares(s, images, n, h, w, pred, logits, t, err);
-    else
-        rc = s->backend->run(s->plan[0], images, n, h, w, pred, logits, t, err);
+    else {
+        session_share one = {.backend = s->backend,
+                             .plan = s->plan[0],
+                             .device = s->device0,
+                             .images = images,
+                             .n = n,
+                             .h = h,
+                             .w = w,
+                             .pred = pred,
+                             .logits = logits};
+        session_share_run(&one);
+        *t = one.t;
+        if ((rc = one.rc)) *err = one.err;
+    }
     if (t->total_s == 0.0) t->total_s = nc_now() - t0;
     return rc;
 }
 
 void nc_session_free(nc_session *s) {
     if (!s) return;
-    for (int i = 0; i < s->n_plans; i++) s->backend->destroy(s->plan[i]);
+    for (int i = 0; i < s->n_plans; i++) {
+        pthread_mutex_t *l = gpu_lock(s->backend, s->device0 + i);
+        lock(l);
+        s->backend->destroy(s->plan[i]);
+        unlock(l);
+    }
     free(s);
 }

@@ -79,10 +79,9 @@ static int load_locked(int which, nc_error *err) {
 }
 
 int nc_vendor_load(const nc_vendor_api **out, int which, nc_error *err) {
-    *out = NULL;
     pthread_mutex_lock(&loading);
     const int rc = load_locked(which, err);
+    if (!rc && *out != &api) *out = &api; /* a caller's static pointer written once, under the lock */
     pthread_mutex_unlock(&loading);
-    if (!rc) *out = &api;
     return rc;
 }

@@ -8,7 +8,7 @@
  * Call nc_vendor_load() (it is cheap after the first time) and then the
  * functions through the table it fills:
  *
- *     const nc_vendor_api *v;
+ *     const nc_vendor_api *v = NULL;
  *     if ((rc = nc_vendor_load(&v, NC_VENDOR_CUDNN | NC_VENDOR_CUBLAS, err))) return rc;
  *     v->cudnnCreate(&handle);
  *
@@ -95,9 +95,10 @@ typedef struct nc_vendor_api {
 enum { NC_VENDOR_CUBLAS = 1, NC_VENDOR_CUDNN = 2 };
 
 /* Loads the libraries `which` names (once; later calls only check) and points *api at the table, whose members
- * for those libraries are then all set. NC_ERR_UNAVAILABLE, naming the library and the loader's reason, where one
- * cannot be loaded or lacks a function (and for NC_VENDOR_CUDNN in a build without cuDNN). Not thread-safe:
- * call it before starting threads that use the table. */
+ * for those libraries are then all set; *api is left as it was on failure, and written, under a lock, only where it
+ * does not yet point at the table (so that a static pointer that runs on other threads read is written once: the
+ * cudnn backend's). NC_ERR_UNAVAILABLE, naming the library and the loader's reason, where one cannot be loaded or
+ * lacks a function (and for NC_VENDOR_CUDNN in a build without cuDNN). Thread-safe. */
 int nc_vendor_load(const nc_vendor_api **api, int which, nc_error *err);
 
 #ifdef __cplusplus

@@ -33,10 +33,10 @@ int nc_check_output_path(const char *path, nc_error *err);
 /* Makes SIGINT, SIGTERM and SIGHUP remove the temporary files that nc_write_file_atomic is writing when they come, and
  * then end the process as they would have. Signals already ignored (nohup) or already handled are left as they are.
  * For programs, not the library: the CLI calls it first thing. A child made by fork keeps the handler, and removes
- * only the files it writes itself. At most 8 files at once are covered (more writers at once leave theirs), and a
- * signal that a thread other than the writer's takes while the file is being created can leave it. Returns how many
- * of the three it took, or -1 where the platform's atomics are not lock-free (the handler could not read them safely;
- * nothing installed). */
+ * only the files it writes itself (the slots of its parent's writes under way stay taken there). At most 8 files at
+ * once are covered (more writers at once leave theirs), and a signal that a thread other than the writer's takes while
+ * the file is being created can leave it. Returns how many of the three it took, or -1 where the platform's atomics are
+ * not lock-free (the handler could not read them safely; nothing installed). */
 int nc_atomic_file_cleanup_on_signals(void);
 
 #ifdef __cplusplus

@@ -475,10 +475,10 @@ static void test_backends(void) {
     nc_model_free(m);
 }
 
-/* Sessions of their own, created, run and freed at once on four threads of one device (nanoconv.h: a session is one
- * thread's at a time; sessions of their own may run at once), each on images of its own: every thread's predictions
- * are cpu-ref's and its logits within the layer tolerance of them; and on a fixed exact version (6, no tuning, the
- * same sums), bit for bit those of the same session run alone. On the tuned default the four may tune at once. */
+/* Sessions of their own, created, run and freed from four threads at once on one device (nanoconv.h: a session is
+ * one thread's at a time; sessions of their own may be used at once, taking turns on one GPU), each on images of its
+ * own: every thread's predictions are cpu-ref's and its logits within the layer tolerance of them; and on a fixed
+ * exact version (6, no tuning, the same sums), bit for bit those of the same session run alone. */
 enum { GC_THREADS = 4, GC_N = 211 };
 typedef struct {
     const nc_model *m;
