@@ -1,10 +1,13 @@
 /* The fastest exact convolution version per layer shape, measured once and cached (conv_autotune.h). */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cuda/conv_autotune.h"
 #include "cuda/cuda_check.h"
@@ -85,6 +88,23 @@ static void cache_write(const char *path, const cJSON *o) {
     nc_error ignored;
     (void)nc_write_file_atomic(path, data, size, 1, &ignored);
     free(text);
+}
+
+/* Takes the cache's lock, PATH.lock beside it (flock: released when the process ends, however it ends), so that
+ * tuners of several processes, or of sessions on several GPUs of one, read, time and write the cache one at a time:
+ * none drops the entries another adds while it times, and none times its kernels under another's load. The lock's
+ * descriptor, or -1 where it cannot be had (the run then goes on without it, as before). */
+static int cache_lock(const char *path) {
+    char lock[4096 + 8];
+    if (snprintf(lock, sizeof lock, "%s.lock", path) >= (int)sizeof lock || !make_parent(path)) return -1;
+    const int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return -1;
+    while (flock(fd, LOCK_EX) != 0)
+        if (errno != EINTR) {
+            close(fd);
+            return -1;
+        }
+    return fd;
 }
 
 /* The cache key of a layer on this device. */
@@ -208,8 +228,12 @@ int nc_conv_autotune(nc_gpu *g, const nc_conv_tune_layer *layers, int n, nc_conv
     CUDA_RET(cudaGetDeviceProperties(&prop, g->device));
     char path[4096];
     const int caching = cache_path(path, sizeof path);
+    const int lock = caching ? cache_lock(path) : -1;
     cJSON *cache = cache_read(caching ? path : NULL);
-    if (!cache) return nc_fail(err, NC_ERR_NOMEM, "out of memory for the convolution kernel cache");
+    if (!cache) {
+        if (lock >= 0) close(lock);
+        return nc_fail(err, NC_ERR_NOMEM, "out of memory for the convolution kernel cache");
+    }
     int rc = NC_OK, measured = 0;
     for (int i = 0; i < n && !rc; i++) {
         const nc_conv_tune_layer *t = &layers[i];
@@ -251,6 +275,7 @@ int nc_conv_autotune(nc_gpu *g, const nc_conv_tune_layer *layers, int n, nc_conv
         measured = 1;
     }
     if (!rc && measured && caching) cache_write(path, cache);
+    if (lock >= 0) close(lock); /* the lock goes with it */
     cJSON_Delete(cache);
     return rc;
 }

@@ -14,7 +14,9 @@ With NANOCONV_CACHE_DIR set to a fresh folder, checks that
   - an entry naming a reduced-precision version (7) or the atomic one (12, not reproducible) is not obeyed but
     measured again and overwritten;
   - a corrupt cache file does not fail the run and is rewritten as valid JSON;
-  - NANOCONV_CACHE_DIR=off writes nothing.
+  - NANOCONV_CACHE_DIR=off writes nothing;
+  - two processes tuning two models at once into one fresh cache both keep their entries (the cache's lock makes
+    them take turns; without it the last to write dropped the other's).
 Skips (77) where nanoconv was built without cuda or there is no GPU.
 """
 import gzip
@@ -151,6 +153,18 @@ with tempfile.TemporaryDirectory() as tmp:
         c.check(len(json.load(open(path))) == 3, "the corrupt cache was rewritten")
     except ValueError as e:
         c.check(False, f"the corrupt cache was rewritten ({e})")
+
+    # Two processes, two models, one fresh cache, at once: every layer of both in the cache at the end.
+    shared = os.path.join(tmp, "shared")
+    other = os.path.join(src, "models", "fashion-2017-high.safetensors")  # one conv layer: two entries
+    env = dict(os.environ, NANOCONV_CACHE_DIR=shared)
+    procs = [subprocess.Popen([exe, "eval", "--model", m, "--backend", "cuda", "-n", "500"], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for m in (MODEL, other)]
+    outs = [p.communicate() for p in procs]
+    c.check(all(p.returncode == 0 for p in procs), f"two tuners at once both ran ({[o[1] for o in outs]})")
+    both = json.load(open(os.path.join(shared, "conv-kernels.json")))
+    c.check(len(both) == 5, f"both models' entries kept: 3 and 2, got {len(both)} ({list(both)})")
+    c.check(sum("| 1x28x28 m50 " in k for k in both) == 2, f"fashion-2017-high's two entries ({list(both)})")
 
     # Caching off.
     off_dir = os.path.join(tmp, "off")
