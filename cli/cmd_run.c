@@ -140,9 +140,10 @@ static int open_session(const run_args *a, const nc_dataset *ds, long n, const c
         opts.chunk = (size_t)n;
     int rc = nc_model_load(m, a->model_path, err);
     if (!rc && labels) rc = nc_dataset_check_labels(ds, (int)n, nc_model_num_classes(*m), labels, err);
+    const int bad_labels = rc && *m; /* the model loaded; the data's labels are wrong */
     if (!rc) rc = nc_session_create(s, *m, a->backend, &opts, err);
     if (rc) {
-        if (!quiet) printf("failed\n");
+        if (!quiet) printf(bad_labels ? "done\n" : "failed\n");
         nc_model_free(*m);
         *m = NULL;
         return rc;

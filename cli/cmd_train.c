@@ -216,11 +216,11 @@ int cmd_train(int argc, char **argv) {
     /* A batch larger than both the images trained on and the test set's is the same as one of the larger of the two:
      * the trainer's buffers are sized for that many, not for what --batch says. */
     const int n = o.limit && o.limit < train.n ? o.limit : train.n, most = n > test.n ? n : test.n;
-    char asked[64] = "";
-    if (o.batch > most) {
-        snprintf(asked, sizeof asked, " (--batch %d: past the images)", o.batch);
-        o.batch = most;
-    }
+    /* What a step takes: the batch, or every image where --batch is past them. */
+    const int step = o.batch < n ? o.batch : n;
+    char asked[80] = "";
+    if (o.batch > n) snprintf(asked, sizeof asked, " (--batch %d: past the %d images)", o.batch, n);
+    if (o.batch > most) o.batch = most;
     rc = nc_trainer_create(&t, m, init != NULL, &o, &err);
     if (rc) goto done;
 
@@ -230,7 +230,7 @@ int cmd_train(int argc, char **argv) {
             "training %s (input %s, %zu parameters) on %d training images, evaluating on %d t10k images\n"
             "%s, lr %g with %s schedule, batch %d%s, %d epochs, seed %llu, %d threads%s\n",
             m->name, in_text, m->n_params, n, test.n, nc_optimizer_name(o.optimizer), (double)o.lr,
-            nc_schedule_name(o.schedule), o.batch, asked, o.epochs, (unsigned long long)o.seed, omp_get_max_threads(),
+            nc_schedule_name(o.schedule), step, asked, o.epochs, (unsigned long long)o.seed, omp_get_max_threads(),
             init ? ", continuing from the given model" : "");
     progress_state st = {.tty = isatty(STDERR_FILENO), .correctness = -1.0};
     const double t0 = nc_now();

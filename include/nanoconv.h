@@ -146,8 +146,9 @@ typedef struct nc_run_opts {
  * Sessions of their own, on one model or several and on any backends, may be created, run and freed from several
  * threads at once; sessions only read their model. The cuda and cudnn sessions on one GPU take turns there (a lock a
  * GPU, held while one is created, runs or is freed: they would share the device's constant memory, kernels'
- * shared-memory limits and the tuner's timings), and those on different GPUs go at once. A cpu or cpu-ref run uses
- * OpenMP threads of its own: nc_run_opts.threads each, by default every core. */
+ * shared-memory limits and the tuner's timings), and those on different GPUs go at once. A cpu run uses OpenMP
+ * threads of its own, nc_run_opts.threads (by default every core), and a cpu-ref run the calling thread's OpenMP
+ * default: sessions at once multiply them. */
 typedef struct nc_session nc_session;
 
 /* Names of the backends built into this library, NULL-terminated. */

@@ -226,8 +226,10 @@ static int session_run_shares(nc_session *s, const uint8_t *images, int n, int h
     if (rc) return rc;
     for (int i = 0; i < s->n_plans; i++) /* the first GPU's failure, named */
         if (started[i] && sh[i].rc) {
-            *err = sh[i].err;
-            nc_error_prefix(err, "GPU %d", s->device0 + i);
+            if (err) {
+                *err = sh[i].err;
+                nc_error_prefix(err, "GPU %d", s->device0 + i);
+            }
             return sh[i].rc;
         }
     for (int i = 0; i < s->n_plans; i++) {
@@ -270,7 +272,7 @@ int nc_session_run(nc_session *s, const uint8_t *images, int n, int h, int w, in
                              .logits = logits};
         session_share_run(&one);
         *t = one.t;
-        if ((rc = one.rc)) *err = one.err;
+        if ((rc = one.rc) && err) *err = one.err; /* the backend's message (err may be NULL: nc_fail's rule) */
     }
     if (t->total_s == 0.0) t->total_s = nc_now() - t0;
     return rc;

@@ -90,21 +90,27 @@ static void cache_write(const char *path, const cJSON *o) {
     free(text);
 }
 
+/* How long a tuner waits for another's lock before it times without it: far longer than a zoo model's tuning takes
+ * (seconds), short enough that a stopped or hung holder does not hang every session that shares the cache. */
+#define LOCK_WAIT_S 60
+
 /* Takes the cache's lock, PATH.lock beside it (flock: released when the process ends, however it ends), so that
- * tuners of several processes, or of sessions on several GPUs of one, read, time and write the cache one at a time:
- * none drops the entries another adds while it times, and none times its kernels under another's load. The lock's
- * descriptor, or -1 where it cannot be had (the run then goes on without it, as before). */
+ * tuners of several processes, or of sessions on several GPUs of one, time and write the cache one at a time: none
+ * drops the entries another adds while it times, and none times its kernels under another's load. Only a tuner with
+ * something to time takes it. The lock's descriptor, or -1 where it cannot be had within LOCK_WAIT_S (the run then
+ * goes on without it). */
 static int cache_lock(const char *path) {
     char lock[4096 + 8];
     if (snprintf(lock, sizeof lock, "%s.lock", path) >= (int)sizeof lock || !make_parent(path)) return -1;
     const int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) return -1;
-    while (flock(fd, LOCK_EX) != 0)
-        if (errno != EINTR) {
-            close(fd);
-            return -1;
-        }
-    return fd;
+    for (int waited_ms = 0; waited_ms < LOCK_WAIT_S * 1000; waited_ms += 20) {
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
+        if (errno != EWOULDBLOCK && errno != EINTR) break;
+        usleep(20 * 1000);
+    }
+    close(fd);
+    return -1;
 }
 
 /* The cache key of a layer on this device. */
@@ -223,16 +229,36 @@ static int reserve_batch(nc_gpu *g, int *B, nc_error *err) {
     }
 }
 
+/* The version the cache holds for key, where it is one the default may run; else 0. */
+static int cache_version(const cJSON *cache, const char *key) {
+    const cJSON *hit = cJSON_GetObjectItemCaseSensitive(cache, key);
+    const cJSON *v = hit ? cJSON_GetObjectItemCaseSensitive(hit, "version") : NULL;
+    return cJSON_IsNumber(v) && v->valueint >= 1 && v->valueint <= nc_cuda_conv_num_versions() &&
+                   tune_candidate(v->valueint)
+               ? v->valueint
+               : 0;
+}
+
 int nc_conv_autotune(nc_gpu *g, const nc_conv_tune_layer *layers, int n, nc_conv_tune_result *out, nc_error *err) {
     cudaDeviceProp prop;
     CUDA_RET(cudaGetDeviceProperties(&prop, g->device));
     char path[4096];
     const int caching = cache_path(path, sizeof path);
-    const int lock = caching ? cache_lock(path) : -1;
     cJSON *cache = cache_read(caching ? path : NULL);
-    if (!cache) {
-        if (lock >= 0) close(lock);
-        return nc_fail(err, NC_ERR_NOMEM, "out of memory for the convolution kernel cache");
+    if (!cache) return nc_fail(err, NC_ERR_NOMEM, "out of memory for the convolution kernel cache");
+    /* Something to time: the lock, then the cache again (another tuner may have written it meanwhile). */
+    int miss = 0, lock = -1;
+    for (int i = 0; i < n && caching && !miss; i++) {
+        char key[512];
+        cache_key(key, sizeof key, &prop, &g->m->layers[layers[i].li], &layers[i]);
+        miss = !cache_version(cache, key);
+    }
+    if (miss && (lock = cache_lock(path)) >= 0) {
+        cJSON_Delete(cache);
+        if (!(cache = cache_read(path))) {
+            close(lock);
+            return nc_fail(err, NC_ERR_NOMEM, "out of memory for the convolution kernel cache");
+        }
     }
     int rc = NC_OK, measured = 0;
     for (int i = 0; i < n && !rc; i++) {
@@ -240,11 +266,7 @@ int nc_conv_autotune(nc_gpu *g, const nc_conv_tune_layer *layers, int n, nc_conv
         memset(&out[i], 0, sizeof out[i]);
         char key[512];
         cache_key(key, sizeof key, &prop, &g->m->layers[t->li], t);
-        const cJSON *hit = cJSON_GetObjectItemCaseSensitive(cache, key);
-        const cJSON *v = hit ? cJSON_GetObjectItemCaseSensitive(hit, "version") : NULL;
-        if (cJSON_IsNumber(v) && v->valueint >= 1 && v->valueint <= nc_cuda_conv_num_versions() &&
-            tune_candidate(v->valueint)) {
-            out[i].version = v->valueint;
+        if ((out[i].version = cache_version(cache, key))) {
             out[i].cached = 1;
             continue;
         }

@@ -67,8 +67,9 @@ static void block_signals(sigset_t *old) {
     pthread_sigmask(SIG_BLOCK, &set, old);
 }
 
-/* mkstemp on tmp (its template) with the file named in a free slot as it is created. The slot's number in *slot
- * (-1: none free, or mkstemp failed); signals blocked until pending_drop. */
+/* mkstemp on tmp (its template) with the file named in a free slot as it is created, the signals blocked meanwhile
+ * and as they were on return (the writer blocks them again from its rename to pending_drop). The slot's number in
+ * *slot (-1: none free, or mkstemp failed). */
 static int pending_mkstemp(char *tmp, int *slot, sigset_t *old) {
     *slot = -1;
     block_signals(old);

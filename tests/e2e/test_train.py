@@ -80,14 +80,14 @@ with tempfile.TemporaryDirectory() as tmp:
     with open(again, "rb") as f:
         chk.check(f.read() != first, "seed 4 gives another model")
 
-    # A batch past the images trained on is one step of them all, as a batch of exactly as many: the same file.
-    # Its buffers are sized for the larger of those images and the test set, which the summary's batch says.
+    # A batch past the images trained on is one step of them all, as a batch of exactly as many: the same file, and
+    # the line says so (its buffers are sized for the larger of those images and the test set, not for --batch).
     one = BASE[:-6] + ["--epochs", "1", "--lr", "0.01", "--seed", "5"]
     ncpy.run(one + ["--batch", "600", "-o", again])
     with open(again, "rb") as f:
         exact = f.read()
     p = ncpy.run(one + ["--batch", "65536", "-o", again])
-    chk.check(", batch 10000 (--batch 65536: past the images), 1 epochs" in p.stderr, p.stderr)
+    chk.check(", batch 600 (--batch 65536: past the 600 images), 1 epochs" in p.stderr, p.stderr)
     with open(again, "rb") as f:
         chk.check(f.read() == exact, "--batch 65536 on 600 images gives --batch 600's model")
 
