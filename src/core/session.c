@@ -261,18 +261,10 @@ int nc_session_run(nc_session *s, const uint8_t *images, int n, int h, int w, in
     if (s->n_plans > 1)
         rc = session_run_shares(s, images, n, h, w, pred, logits, t, err);
     else {
-        session_share one = {.backend = s->backend,
-                             .plan = s->plan[0],
-                             .device = s->device0,
-                             .images = images,
-                             .n = n,
-                             .h = h,
-                             .w = w,
-                             .pred = pred,
-                             .logits = logits};
-        session_share_run(&one);
-        *t = one.t;
-        if ((rc = one.rc) && err) *err = one.err; /* the backend's message (err may be NULL: nc_fail's rule) */
+        pthread_mutex_t *l = gpu_lock(s->backend, s->device0);
+        lock(l);
+        rc = s->backend->run(s->plan[0], images, n, h, w, pred, logits, t, err);
+        unlock(l);
     }
     if (t->total_s == 0.0) t->total_s = nc_now() - t0;
     return rc;

@@ -1201,9 +1201,8 @@ __global__ void __launch_bounds__(wr7_geom<C, M, H, W, P, NW, WT, CS, BANDS>::NT
 typedef void (*wino_fn)(float *, const float *, const float *, const float *, int, int, int);
 
 /* What a kernel's launches need of a device, found at its first launch there: a slot a device, so that sessions
- * running on several GPUs at once, a host thread each (nc_session_run), never share one. Sessions of their own on
- * one device, run from several threads, may each find it first: they write the same number, atomically. A device
- * past NC_MAX_DEVICES asks the runtime at every launch. */
+ * running on several GPUs at once, a host thread each (nc_session_run), never share one. A device past
+ * NC_MAX_DEVICES asks the runtime at every launch. */
 typedef struct {
     int blocks[NC_MAX_DEVICES]; /* resident blocks on the whole device; 0: not yet */
 } wino_fit;
@@ -1377,16 +1376,14 @@ static int wino_blocks(const void *fn, int threads, size_t smem, wino_fit *fit, 
     int device = 0;
     CUDA_RET(cudaGetDevice(&device));
     int *slot = device < NC_MAX_DEVICES ? &fit->blocks[device] : blocks;
-    int found = device < NC_MAX_DEVICES ? __atomic_load_n(slot, __ATOMIC_RELAXED) : 0;
-    if (found == 0) {
+    if (device >= NC_MAX_DEVICES || *slot == 0) {
         int sms = 0, per_sm = 0;
         CUDA_RET(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         CUDA_RET(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
         CUDA_RET(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, threads, smem));
-        found = sms * (per_sm < 1 ? 1 : per_sm);
-        __atomic_store_n(slot, found, __ATOMIC_RELAXED);
+        *slot = sms * (per_sm < 1 ? 1 : per_sm);
     }
-    *blocks = found;
+    *blocks = *slot;
     return NC_OK;
 }
 
