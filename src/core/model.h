@@ -95,13 +95,18 @@ double nc_layer_flops(const nc_layer *l);
  * that runs are reproducible without a trained file. */
 void nc_model_init_seeded(nc_model *m, uint64_t seed);
 
-/* Scales one uint8 pixel as the model asks. */
-static inline float nc_scale_pixel(const nc_model *m, uint8_t p) {
-    switch (m->scaling) {
+/* Scales one uint8 pixel by a scaling, mean and std as a model holds them. */
+static inline float nc_scale_value(nc_scaling scaling, float mean, float std, uint8_t p) {
+    switch (scaling) {
     case NC_SCALE_UNIT: return (float)p / 255.0f;
-    case NC_SCALE_NORM: return ((float)p / 255.0f - m->mean) / m->std;
+    case NC_SCALE_NORM: return ((float)p / 255.0f - mean) / std;
     default: return (float)p;
     }
+}
+
+/* Scales one uint8 pixel as the model asks. */
+static inline float nc_scale_pixel(const nc_model *m, uint8_t p) {
+    return nc_scale_value(m->scaling, m->mean, m->std, p);
 }
 
 /* Resizes (if the model's input is larger than the images) and scales n images

@@ -20,6 +20,7 @@
 #include "cpu/backend_cpu.h"
 #include "cpu/conv_cpu.h"
 #include "cpu/gemm.h"
+#include "cpu/input_cpu.h"
 
 /* Images per thread chunk (rounded up to a multiple of 2V): enough columns that the dense layers' GEMM reuses each
  * block of weights from L2 256 times (at 32 the first dense layer of the 2017 network is bound by streaming its 14 MB
@@ -49,7 +50,7 @@ typedef struct {
 typedef struct {
     float *buf[2]; /* ping-pong activations, each (chunk / V, largest op size, V) */
     float *band;   /* the convolution ops' band buffer */
-    uint8_t *img;  /* one resized image, (H, W) */
+    void *input;   /* op 0's workspace: nc_input_ws_bytes */
     float *row;    /* one image's outputs, (classes) */
 } workspace;
 
@@ -254,7 +255,7 @@ static void cpu_destroy(void *plan) {
             free(p->ws[t].buf[0]);
             free(p->ws[t].buf[1]);
             free(p->ws[t].band);
-            free(p->ws[t].img);
+            free(p->ws[t].input);
             free(p->ws[t].row);
         }
     free(p->ws);
@@ -312,7 +313,8 @@ static int cpu_create(void **out, const nc_model *m, const nc_run_opts *opts, nc
     for (int t = 0; ok && t < p->threads; t++) {
         workspace *w = &p->ws[t];
         ok = (w->buf[0] = alloc_floats(act)) && (w->buf[1] = alloc_floats(act)) && (w->band = alloc_floats(band)) &&
-             (w->img = malloc(nc_shape_size(m->input))) && (w->row = malloc((size_t)p->classes * sizeof(float)));
+             (w->input = malloc(nc_input_ws_bytes(m->input.h, m->input.w, p->V))) &&
+             (w->row = malloc((size_t)p->classes * sizeof(float)));
     }
     if (!ok) { /* the message first: cpu_destroy frees p */
         nc_fail(err, NC_ERR_NOMEM, "out of memory for the cpu plan (%d threads x 2 x %d images x %zu floats)",
@@ -326,22 +328,12 @@ static int cpu_create(void **out, const nc_model *m, const nc_run_opts *opts, nc
 }
 
 /* Writes B images (resized and scaled as the model says) into x, (ceil(B / V), 1, H, W, V); lanes past B are 0. */
-static void prepare_chunk(const cpu_plan *p, float *x, uint8_t *img, const uint8_t *images, int B, int h, int w) {
-    const nc_model *m = p->m;
-    const int V = p->V, H = m->input.h, W = m->input.w, G = (B + V - 1) / V;
-    const size_t hw = (size_t)H * W;
-    for (int b = 0; b < G * V; b++) {
-        float *xb = x + (size_t)(b / V) * hw * V + b % V; /* (H, W) at stride V */
-        if (b >= B) {
-            for (size_t j = 0; j < hw; j++) xb[j * V] = 0.0f;
-            continue;
-        }
-        const uint8_t *src = images + (size_t)b * h * w;
-        if (h != H || w != W) {
-            nc_resize_u8(img, H, src, h, w);
-            src = img;
-        }
-        for (size_t j = 0; j < hw; j++) xb[j * V] = nc_scale_pixel(m, src[j]);
+static void prepare_chunk(const cpu_plan *p, float *x, void *input_ws, const uint8_t *images, int B, int h, int w) {
+    const int V = p->V, H = p->m->input.h, W = p->m->input.w;
+    for (int g = 0; g * V < B; g++) {
+        const int nb = B - g * V < V ? B - g * V : V;
+        nc_input_group(p->isa, x + (size_t)g * H * W * V, images + (size_t)g * V * h * w, nb, h, w, H, W, p->m,
+                       input_ws);
     }
 }
 
@@ -450,7 +442,7 @@ static int cpu_run(void *plan, const uint8_t *images, int n, int h, int w, int *
             for (int o = 0; o < p->n_ops; o++) {
                 float *next = cur == ws->buf[0] ? ws->buf[1] : ws->buf[0];
                 if (B && o == 0)
-                    prepare_chunk(p, cur, ws->img, images + (size_t)i0 * h * w, B, h, w);
+                    prepare_chunk(p, cur, ws->input, images + (size_t)i0 * h * w, B, h, w);
                 else if (B)
                     cur = op_run(p, &p->ops[o], next, cur, ws->band, G);
 #pragma omp barrier

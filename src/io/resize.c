@@ -23,9 +23,11 @@
 #pragma STDC FP_CONTRACT OFF
 #endif
 
-#include "nanoconv.h"
+#include "io/resize.h"
 
 #include <math.h>
+
+#include "nanoconv.h"
 
 /* The work is done in blocks of output columns, with everything on the stack, so that any S
  * works without an allocation this function could not report failing: at most RESIZE_BLOCK
@@ -35,22 +37,16 @@
 #define RESIZE_BLOCK 256
 #define RESIZE_SPAN 512
 
-/* One output position along an axis: the input indices of its two taps and their weights.
- * A tap outside the input gets weight 0 and an index clamped inside it: (value * 0) * w is
- * +0, and adding +0 to the sum changes nothing, exactly as SciPy's cval = 0 term does. */
-typedef struct resize_tap {
-    int i0, i1;
-    double w0, w1;
-} resize_tap;
-
-static resize_tap resize_axis_tap(int o, double zoom, int n) {
+/* A tap outside the input gets weight 0 and an index clamped inside it: (value * 0) * w is +0, and adding +0 to the
+ * sum changes nothing, exactly as SciPy's cval = 0 term does. */
+nc_resize_tap nc_resize_axis_tap(int o, double zoom, int n) {
     double cc = (double)o;
     cc += 0.5;
     cc *= zoom;
     cc -= 0.5;
     double start = floor(cc);
     double f = cc - start;
-    resize_tap t;
+    nc_resize_tap t;
     t.w0 = 1.0 - f;
     t.w1 = 1.0 - t.w0;
     t.i0 = (int)start;
@@ -88,15 +84,15 @@ void nc_resize_u8(uint8_t *dst, int S, const uint8_t *src, int h, int w) {
     const double lo = lo8 / 256.0, hi = hi8 / 256.0;
     const double zoom_y = (double)h / (double)S, zoom_x = (double)w / (double)S;
 
-    resize_tap cols[RESIZE_BLOCK];                     /* taps of the block's output columns, indices from x0 */
+    nc_resize_tap cols[RESIZE_BLOCK];                  /* taps of the block's output columns, indices from x0 */
     double scaled0[RESIZE_SPAN], scaled1[RESIZE_SPAN]; /* (value * wy) of the two input rows, from x0 */
     for (int x_begin = 0; x_begin < S;) {
         /* Take output columns while their taps stay within RESIZE_SPAN input columns of the
          * first one's (tap indices never decrease along an axis). */
-        const int x0 = resize_axis_tap(x_begin, zoom_x, w).i0;
+        const int x0 = nc_resize_axis_tap(x_begin, zoom_x, w).i0;
         int count = 0;
         while (count < RESIZE_BLOCK && x_begin + count < S) {
-            resize_tap t = resize_axis_tap(x_begin + count, zoom_x, w);
+            nc_resize_tap t = nc_resize_axis_tap(x_begin + count, zoom_x, w);
             if (t.i1 - x0 >= RESIZE_SPAN) break;
             t.i0 -= x0;
             t.i1 -= x0;
@@ -105,7 +101,7 @@ void nc_resize_u8(uint8_t *dst, int S, const uint8_t *src, int h, int w) {
         const int span = cols[count - 1].i1 + 1;
 
         for (int oy = 0; oy < S; oy++) {
-            const resize_tap ry = resize_axis_tap(oy, zoom_y, h);
+            const nc_resize_tap ry = nc_resize_axis_tap(oy, zoom_y, h);
             const uint8_t *row0 = src + (size_t)ry.i0 * (size_t)w + x0; /* (span) */
             const uint8_t *row1 = src + (size_t)ry.i1 * (size_t)w + x0; /* (span) */
             /* value * wy is the first product of every term, shared by all the output columns
@@ -116,7 +112,7 @@ void nc_resize_u8(uint8_t *dst, int S, const uint8_t *src, int h, int w) {
             }
             uint8_t *out = dst + (size_t)oy * (size_t)S + (size_t)x_begin;
             for (int j = 0; j < count; j++) {
-                const resize_tap cx = cols[j];
+                const nc_resize_tap cx = cols[j];
                 double t = 0.0;
                 t += scaled0[cx.i0] * cx.w0;
                 t += scaled0[cx.i1] * cx.w1;

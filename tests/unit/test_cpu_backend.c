@@ -9,7 +9,8 @@
  * and their own tanh / exp (within 3e-7 absolute of libm's), so they differ from it by float rounding only. Beyond
  * the tolerance: AVX2 and AVX-512 agree bit for bit (they do the same operations per image), results do not depend
  * on the chunk size or the thread count, and predictions equal cpu-ref's wherever the reference's top two outputs
- * are not within 1e-5 of each other.
+ * are not within 1e-5 of each other. The input (op 0: resize and scaling, V images at once) is held to nc_resize_u8
+ * and nc_scale_pixel bit for bit, on made-up images and on every Fashion-MNIST test image at the course's sizes.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
@@ -18,6 +19,7 @@
 #include "core/model.h"
 #include "cpu/conv_cpu.h"
 #include "cpu/cpu_features.h"
+#include "cpu/input_cpu.h"
 #include "nc_test.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
@@ -269,11 +271,104 @@ static void test_activations(void) {
     }
 }
 
+/* nc_input_group of nb images against nc_resize_u8 and nc_scale_pixel, one image at a time: the same bits, and 0 in
+ * the lanes past nb. Returns the number of floats that differ. */
+static size_t input_differs(nc_cpu_isa isa, const nc_model *m, const uint8_t *img, int nb, int h, int w, int S) {
+    const int V = nc_cpu_isa_lanes(isa);
+    const size_t hw = (size_t)S * S;
+    float *x = malloc(hw * V * sizeof(float));
+    uint8_t *one = malloc(hw);
+    void *ws = malloc(nc_input_ws_bytes(S, S, V));
+    if (!x || !one || !ws) exit(1);
+    for (size_t i = 0; i < hw * V; i++) x[i] = NAN;
+    nc_input_group(isa, x, img, nb, h, w, S, S, m, ws);
+    size_t bad = 0;
+    for (int v = 0; v < V; v++) {
+        if (v < nb) {
+            if (h == S && w == S)
+                memcpy(one, img + (size_t)v * h * w, hw);
+            else
+                nc_resize_u8(one, S, img + (size_t)v * h * w, h, w);
+        }
+        for (size_t j = 0; j < hw; j++) {
+            const float want = v < nb ? nc_scale_pixel(m, one[j]) : 0.0f;
+            bad += memcmp(&x[j * V + v], &want, sizeof want) != 0;
+        }
+    }
+    free(x);
+    free(one);
+    free(ws);
+    return bad;
+}
+
+static void test_input(void) {
+    nc_model m = {0};
+    const nc_scaling scalings[] = {NC_SCALE_RAW, NC_SCALE_UNIT, NC_SCALE_NORM};
+    m.mean = 0.2860f, m.std = 0.3530f;
+    /* Made-up images: noise over the whole byte range, noise in [40, 200] (the clip to the image's range lifts the
+     * border), and flat ones; square and not, the course's sizes, the identity and 1 x 1. */
+    static const int shapes[][3] = {{28, 28, 86}, {28, 28, 48}, {28, 28, 28}, {3, 5, 9},
+                                    {1, 1, 3},    {5, 4, 5},    {7, 7, 8}};
+    for (int isa = 0; isa < NC_ISA_COUNT; isa++) {
+        if (!nc_cpu_isa_supported((nc_cpu_isa)isa)) continue;
+        const int V = nc_cpu_isa_lanes((nc_cpu_isa)isa);
+        for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+            const int h = shapes[k][0], w = shapes[k][1], S = shapes[k][2];
+            uint8_t *img = malloc((size_t)V * h * w);
+            if (!img) exit(1);
+            for (int v = 0; v < V; v++)
+                for (int j = 0; j < h * w; j++) {
+                    const uint32_t r = next_u32() >> 24;
+                    img[(size_t)v * h * w + j] = (uint8_t)(v % 3 == 0 ? r : v % 3 == 1 ? 40 + r % 161 : 90);
+                }
+            for (size_t c = 0; c < 3; c++) {
+                m.scaling = scalings[c];
+                const int counts[] = {V, 1, V - 1};
+                for (int i = 0; i < 3; i++) {
+                    const size_t bad = input_differs((nc_cpu_isa)isa, &m, img, counts[i], h, w, S);
+                    if (bad)
+                        fprintf(stderr, "  input %s %dx%d -> %d, scaling %d, %d images: %zu floats differ\n",
+                                nc_cpu_isa_name((nc_cpu_isa)isa), h, w, S, (int)scalings[c], counts[i], bad);
+                    CHECK(bad == 0);
+                }
+            }
+            free(img);
+        }
+    }
+    /* Every test image at each of the course's input sizes, raw as the course fed them. */
+    nc_dataset ds;
+    nc_error err = {0};
+    if (nc_dataset_load_split(&ds, nc_default_data_dir(), "t10k", &err) != NC_OK) {
+        printf("test_cpu_backend: %s; the input's checks on the test set skipped\n", err.msg);
+        return;
+    }
+    m.scaling = NC_SCALE_RAW;
+    static const int sizes[] = {48, 64, 70, 72, 86};
+    for (int isa = 0; isa < NC_ISA_COUNT; isa++) {
+        if (!nc_cpu_isa_supported((nc_cpu_isa)isa)) continue;
+        const int V = nc_cpu_isa_lanes((nc_cpu_isa)isa);
+        for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+            size_t bad = 0;
+            for (int i = 0; i < ds.n; i += V) {
+                const int nb = ds.n - i < V ? ds.n - i : V;
+                bad +=
+                    input_differs((nc_cpu_isa)isa, &m, ds.images + (size_t)i * ds.h * ds.w, nb, ds.h, ds.w, sizes[k]);
+            }
+            if (bad)
+                fprintf(stderr, "  input %s, the %d test images -> %d: %zu floats differ\n",
+                        nc_cpu_isa_name((nc_cpu_isa)isa), ds.n, sizes[k], bad);
+            CHECK(bad == 0);
+        }
+    }
+    nc_dataset_free(&ds);
+}
+
 int main(void) {
     for (int isa = 0; isa < NC_ISA_COUNT; isa++)
         printf("test_cpu_backend: %s %s\n", nc_cpu_isa_name((nc_cpu_isa)isa),
                nc_cpu_isa_supported((nc_cpu_isa)isa) ? "tested" : "not supported by this processor: not tested here");
     test_activations();
+    test_input();
     test_random_layers();
     test_course_nets();
     test_chunks_threads();

@@ -1,0 +1,136 @@
+/*
+ * The cpu backend's op 0 (input_cpu.h): nc_resize_u8's operations on V images at once.
+ *
+ * Per lane the operations are nc_resize_u8's, in its order and in double precision: a pixel's value v / 256.0 times
+ * its row's weight, times its column's weight, the four terms added in the order y0x0, y0x1, y1x0, y1x1, clipped to
+ * the image's [min, max] / 256, times 256, truncated. IEEE arithmetic gives each lane the same bits as the scalar
+ * code; what must not happen is a multiply and an add fused into an FMA, so this file is compiled with
+ * -ffp-contract=off (CMakeLists.txt), as resize.c is. The loops over the lanes run the same code for any V; each
+ * instruction set's entry point below compiles it for its own vectors.
+ */
+#include "cpu/input_cpu.h"
+
+#include "core/model.h"
+#include "cpu/conv_cpu.h"
+#include "io/resize.h"
+
+/* The workspace: the group's pixels (h, w, V) in at most (H, W, V) bytes; an output row's pixels, (W, V) bytes; each
+ * rounded up to 64. Then the two input rows of the output row, weighted, (w, V) doubles each; then the W columns'
+ * taps. */
+static size_t pixels_bytes(int H, int W, int V) {
+    return ((size_t)H * W * V + 63) / 64 * 64;
+}
+
+static size_t row_bytes(int W, int V) {
+    return ((size_t)W * V + 63) / 64 * 64;
+}
+
+size_t nc_input_ws_bytes(int H, int W, int V) {
+    return pixels_bytes(H, W, V) + row_bytes(W, V) + 2 * (size_t)W * V * sizeof(double) +
+           (size_t)W * sizeof(nc_resize_tap);
+}
+
+/* x[i] = q[i] scaled, for i < n: the scaling's case chosen once, so that the loop is a vector one. */
+static inline __attribute__((always_inline)) void scale_pixels(float *restrict x, const uint8_t *restrict q, size_t n,
+                                                               nc_scaling scaling, float mean, float sd) {
+    switch (scaling) {
+    case NC_SCALE_UNIT:
+        for (size_t i = 0; i < n; i++) x[i] = nc_scale_value(NC_SCALE_UNIT, mean, sd, q[i]);
+        break;
+    case NC_SCALE_NORM:
+        for (size_t i = 0; i < n; i++) x[i] = nc_scale_value(NC_SCALE_NORM, mean, sd, q[i]);
+        break;
+    default:
+        for (size_t i = 0; i < n; i++) x[i] = nc_scale_value(NC_SCALE_RAW, mean, sd, q[i]);
+        break;
+    }
+}
+
+static inline __attribute__((always_inline)) void input_group(const int V, float *restrict x,
+                                                              const uint8_t *restrict images, int nb, int h, int w,
+                                                              int H, int W, const nc_model *m, void *ws) {
+    const size_t hw = (size_t)h * w;
+    const nc_scaling scaling = m->scaling; /* in locals, which the stores into x cannot change */
+    const float mean = m->mean, sd = m->std;
+    uint8_t *restrict u = ws; /* (h, w, V): lane v is image v, zeros past nb */
+    for (int v = 0; v < V; v++)
+        if (v < nb) {
+            const uint8_t *src = images + (size_t)v * hw;
+            for (size_t j = 0; j < hw; j++) u[j * V + v] = src[j];
+        } else {
+            for (size_t j = 0; j < hw; j++) u[j * V + v] = 0;
+        }
+    if (h == H && w == W) {
+        scale_pixels(x, u, hw * V, scaling, mean, sd);
+    } else {
+        uint8_t *restrict q = (uint8_t *)ws + pixels_bytes(H, W, V); /* (W, V): a row resized */
+        double *restrict s0 = (double *)((char *)ws + pixels_bytes(H, W, V) + row_bytes(W, V)); /* (w, V) */
+        double *restrict s1 = s0 + (size_t)w * V;                                               /* (w, V) */
+        nc_resize_tap *restrict cols = (nc_resize_tap *)(s1 + (size_t)w * V);                   /* (W) */
+        /* Each image's clip range, [min, max] of its pixels / 256 (resize.c says why). */
+        uint8_t lo8[16], hi8[16]; /* V <= 16 */
+        double lo[16], hi[16];
+        for (int v = 0; v < V; v++) lo8[v] = 255, hi8[v] = 0;
+        for (size_t j = 0; j < hw; j++)
+            for (int v = 0; v < V; v++) {
+                const uint8_t p = u[j * V + v];
+                lo8[v] = p < lo8[v] ? p : lo8[v];
+                hi8[v] = p > hi8[v] ? p : hi8[v];
+            }
+        for (int v = 0; v < V; v++) lo[v] = lo8[v] / 256.0, hi[v] = hi8[v] / 256.0;
+        const double zoom_y = (double)h / (double)H, zoom_x = (double)w / (double)W;
+        for (int ox = 0; ox < W; ox++) cols[ox] = nc_resize_axis_tap(ox, zoom_x, w);
+        for (int oy = 0; oy < H; oy++) {
+            const nc_resize_tap ry = nc_resize_axis_tap(oy, zoom_y, h);
+            const uint8_t *r0 = u + (size_t)ry.i0 * w * V, *r1 = u + (size_t)ry.i1 * w * V;
+            for (size_t k = 0; k < (size_t)w * V; k++) {
+                s0[k] = r0[k] / 256.0 * ry.w0;
+                s1[k] = r1[k] / 256.0 * ry.w1;
+            }
+            float *xr = x + (size_t)oy * W * V;
+            for (int ox = 0; ox < W; ox++) {
+                const nc_resize_tap cx = cols[ox];
+                const double *a0 = s0 + (size_t)cx.i0 * V, *a1 = s0 + (size_t)cx.i1 * V;
+                const double *b0 = s1 + (size_t)cx.i0 * V, *b1 = s1 + (size_t)cx.i1 * V;
+                for (int v = 0; v < V; v++) {
+                    /* nc_resize_u8 starts from t = 0.0 and adds the first term: the same as taking it, as no term is
+                     * -0 (values and weights are >= +0). */
+                    double t = a0[v] * cx.w0;
+                    t += a1[v] * cx.w1;
+                    t += b0[v] * cx.w0;
+                    t += b1[v] * cx.w1;
+                    t = t < lo[v] ? lo[v] : t;
+                    t = t > hi[v] ? hi[v] : t;
+                    q[(size_t)ox * V + v] = (uint8_t)(t * 256.0);
+                }
+            }
+            scale_pixels(xr, q, (size_t)W * V, scaling, mean, sd);
+        }
+    }
+    for (size_t j = 0; j < (size_t)H * W; j++)
+        for (int v = nb; v < V; v++) x[j * V + v] = 0.0f;
+}
+
+__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma"))) static void
+input_group_avx512(float *x, const uint8_t *images, int nb, int h, int w, int H, int W, const nc_model *m, void *ws) {
+    input_group(16, x, images, nb, h, w, H, W, m, ws);
+}
+
+__attribute__((target("avx2,fma"))) static void input_group_avx2(float *x, const uint8_t *images, int nb, int h, int w,
+                                                                 int H, int W, const nc_model *m, void *ws) {
+    input_group(8, x, images, nb, h, w, H, W, m, ws);
+}
+
+static void input_group_scalar(float *x, const uint8_t *images, int nb, int h, int w, int H, int W, const nc_model *m,
+                               void *ws) {
+    input_group(NC_SCALAR_LANES, x, images, nb, h, w, H, W, m, ws);
+}
+
+void nc_input_group(nc_cpu_isa isa, float *x, const uint8_t *images, int nb, int h, int w, int H, int W,
+                    const nc_model *m, void *ws) {
+    switch (isa) {
+    case NC_ISA_AVX512: input_group_avx512(x, images, nb, h, w, H, W, m, ws); break;
+    case NC_ISA_AVX2: input_group_avx2(x, images, nb, h, w, H, W, m, ws); break;
+    default: input_group_scalar(x, images, nb, h, w, H, W, m, ws); break;
+    }
+}
