@@ -560,25 +560,9 @@ __device__ static resize_tap resize_axis_tap(int o, double zoom, int n) {
     return t;
 }
 
-/* (v / 256.0 * wy) * wx, as the CPU rounds it (v / 256.0 is exact). */
-__device__ static double resize_term(uint8_t v, double wy, double wx) {
-    return __dmul_rn(__dmul_rn(__ddiv_rn((double)v, 256.0), wy), wx);
-}
-
-/* One output pixel of a (h, w) image src resized to (S, S), clipped to [lo, hi] (the input's range / 256). */
-__device__ static uint8_t resize_pixel(const uint8_t *src, int h, int w, int S, double lo, double hi, int oy, int ox) {
-    const resize_tap ry = resize_axis_tap(oy, __ddiv_rn((double)h, (double)S), h);
-    const resize_tap cx = resize_axis_tap(ox, __ddiv_rn((double)w, (double)S), w);
-    const uint8_t *row0 = src + (size_t)ry.i0 * w; // (w)
-    const uint8_t *row1 = src + (size_t)ry.i1 * w; // (w)
-    double t = 0.0;
-    t = __dadd_rn(t, resize_term(row0[cx.i0], ry.w0, cx.w0));
-    t = __dadd_rn(t, resize_term(row0[cx.i1], ry.w0, cx.w1));
-    t = __dadd_rn(t, resize_term(row1[cx.i0], ry.w1, cx.w0));
-    t = __dadd_rn(t, resize_term(row1[cx.i1], ry.w1, cx.w1));
-    t = t < lo ? lo : t;
-    t = t > hi ? hi : t;
-    return (uint8_t)__dmul_rn(t, 256.0);
+/* (v / 256.0 * wy) * wx, as the CPU rounds it, from p = v / 256.0: exact, and the same number as v * 2^-8. */
+__device__ static double resize_term(double p, double wy, double wx) {
+    return __dmul_rn(__dmul_rn(p, wy), wx);
 }
 
 /* The float each uint8 pixel becomes (nc_scale_pixel, tabulated on the host so that the bits are the CPU's). */
@@ -586,33 +570,104 @@ struct scale_lut {
     float v[256];
 };
 
-/* One block per image: the image's min and max first (the clip range), then its S x S outputs.
- * Writes uint8 (dst8, for the tests) or the scaled floats (dstf). */
-__global__ void resize_kernel(uint8_t *dst8, float *dstf, scale_lut lut, const uint8_t *images, int h, int w, int S) {
+/* Rows of an image whose taps a block holds at once. */
+#define RESIZE_ROWS 256
+/* Pixels of the largest image whose values a block holds in shared memory, as doubles (32 KB). */
+#define RESIZE_SV_PIXELS 4096
+
+/* One block per image, its threads CT columns by RL lanes of rows (blockDim.x = CT RL). First the image's min and
+ * max (the clip range) and, SV, its pixels / 256 as doubles into shared memory (else each term reads its byte and
+ * converts it); then its S x S outputs, RESIZE_ROWS rows at a time, their taps computed once into shared memory: a
+ * thread computes its column's taps once a batch of rows and walks down the rows of its lane. zoom_y and zoom_x are
+ * h / S and w / S as the host rounds them. An output pixel's terms are added in nc_resize_u8's order; it starts its
+ * sum from 0.0 and adds the first term, the same as taking it, as no term is -0 (pixels and weights are >= +0).
+ * Writes uint8 (dst8, for the tests) or the scaled floats (dstf): a warp's stores run along a row.
+ * Until session 67 each thread computed an output pixel alone: its two taps (two divisions for the zooms) and its
+ * four terms from the image's bytes (a division each). On the 2020 network (10000 images to 86 x 86, H200) the
+ * resize took 0.43 ms of its 1.82 and takes 0.21 of 1.61 (`nanoconv profile`'s sum of the kernel's launches; the
+ * networks' times with the old layers.cu preloaded, in the same call: docs/PERFORMANCE-LOG.md, 2026-11-29 05:51). */
+template <bool SV>
+__global__ void resize_kernel(uint8_t *dst8, float *dstf, scale_lut lut, const uint8_t *images, int h, int w, int S,
+                              double zoom_y, double zoom_x, int CT) {
     __shared__ int lo8, hi8;
+    __shared__ float slut[256];
+    __shared__ resize_tap rows[RESIZE_ROWS]; /* i0 and i1 as the offsets of their rows (PX a pixel) */
+    extern __shared__ double sv[];           /* SV: (h, w) */
+    const int tid = (int)threadIdx.x, nt = (int)blockDim.x, RL = nt / CT;
     const uint8_t *src = images + (size_t)blockIdx.x * h * w; // (h, w)
-    if (threadIdx.x == 0) {
+    if (tid == 0) {
         lo8 = 255;
         hi8 = 0;
     }
+    for (int i = tid; i < 256; i += nt) slut[i] = lut.v[i];
     __syncthreads();
     int lo = 255, hi = 0;
-    for (int i = (int)threadIdx.x; i < h * w; i += (int)blockDim.x) {
-        lo = min(lo, (int)src[i]);
-        hi = max(hi, (int)src[i]);
+    for (int i = tid; i < h * w; i += nt) {
+        const int v = src[i];
+        lo = min(lo, v);
+        hi = max(hi, v);
+        if (SV) sv[i] = __dmul_rn((double)v, 0x1p-8);
     }
     atomicMin(&lo8, lo);
     atomicMax(&hi8, hi);
     __syncthreads();
-    const double dlo = __ddiv_rn((double)lo8, 256.0), dhi = __ddiv_rn((double)hi8, 256.0);
-    const size_t base = (size_t)blockIdx.x * S * S;
-    for (int i = (int)threadIdx.x; i < S * S; i += (int)blockDim.x) {
-        const uint8_t v = resize_pixel(src, h, w, S, dlo, dhi, i / S, i % S);
-        if (dst8)
-            dst8[base + i] = v;
-        else
-            dstf[base + i] = lut.v[v];
+    const double dlo = __dmul_rn((double)lo8, 0x1p-8), dhi = __dmul_rn((double)hi8, 0x1p-8); /* / 256, exact */
+    /* A pixel / 256 at an offset: in bytes from sv (SV), else in pixels from src. */
+    constexpr int PX = SV ? (int)sizeof(double) : 1;
+    auto pixel = [&](int off) {
+        return SV ? *(const double *)((const char *)sv + off) : __dmul_rn((double)__ldg(src + off), 0x1p-8);
+    };
+    for (int r0 = 0; r0 < S; r0 += RESIZE_ROWS) {
+        const int nr = min(RESIZE_ROWS, S - r0);
+        __syncthreads(); /* the batch before is done with rows */
+        for (int i = tid; i < nr; i += nt) {
+            resize_tap t = resize_axis_tap(r0 + i, zoom_y, h);
+            t.i0 *= w * PX, t.i1 *= w * PX;
+            rows[i] = t;
+        }
+        __syncthreads();
+        for (int c0 = 0; c0 < S; c0 += CT) {
+            const int ox = c0 + tid % CT;
+            if (ox >= S) continue;
+            resize_tap cx = resize_axis_tap(ox, zoom_x, w);
+            cx.i0 *= PX, cx.i1 *= PX;
+            /* The thread's outputs: (r0 + r, ox) for r = tid / CT, + RL, ... */
+            const size_t o = ((size_t)blockIdx.x * S + r0 + tid / CT) * S + ox, step = (size_t)RL * S;
+            uint8_t *y8 = dst8 ? dst8 + o : NULL;
+            float *yf = dstf ? dstf + o : NULL;
+            for (int r = tid / CT; r < nr; r += RL) {
+                const resize_tap ry = rows[r];
+                double t = resize_term(pixel(ry.i0 + cx.i0), ry.w0, cx.w0);
+                t = __dadd_rn(t, resize_term(pixel(ry.i0 + cx.i1), ry.w0, cx.w1));
+                t = __dadd_rn(t, resize_term(pixel(ry.i1 + cx.i0), ry.w1, cx.w0));
+                t = __dadd_rn(t, resize_term(pixel(ry.i1 + cx.i1), ry.w1, cx.w1));
+                t = t < dlo ? dlo : t;
+                t = t > dhi ? dhi : t;
+                const unsigned v = __double2uint_rz(__dmul_rn(t, 256.0)); /* 0..255, truncated as by the cast */
+                if (y8) {
+                    *y8 = (uint8_t)v;
+                    y8 += step;
+                } else {
+                    *yf = slut[v];
+                    yf += step;
+                }
+            }
+        }
     }
+}
+
+/* resize_kernel's launch: CT = min(S, 256) columns by enough lanes of rows to take about 256 threads; the image's
+ * pixels in shared memory where they fit. */
+static void resize_launch(uint8_t *dst8, float *dstf, const scale_lut &lut, const uint8_t *images, int B, int h, int w,
+                          int S, cudaStream_t stream) {
+    const int CT = S < 256 ? S : 256, RL = (256 + CT - 1) / CT;
+    const double zy = (double)h / (double)S, zx = (double)w / (double)S;
+    if ((size_t)h * w <= RESIZE_SV_PIXELS)
+        resize_kernel<true><<<(unsigned)B, (unsigned)(CT * RL), (size_t)h * w * sizeof(double), stream>>>(
+            dst8, dstf, lut, images, h, w, S, zy, zx, CT);
+    else
+        resize_kernel<false>
+            <<<(unsigned)B, (unsigned)(CT * RL), 0, stream>>>(dst8, dstf, lut, images, h, w, S, zy, zx, CT);
 }
 
 /* No resize: scaling alone. x is (n), images is (n). */
@@ -620,13 +675,11 @@ __global__ void scale_kernel(float *x, scale_lut lut, const uint8_t *images, siz
     GRID_STRIDE(i, n) x[i] = lut.v[images[i]];
 }
 
-#define RESIZE_THREADS 256
-
 extern "C" int nc_cuda_resize_u8(uint8_t *dst, const uint8_t *src, int B, int h, int w, int S, cudaStream_t stream,
                                  nc_error *err) {
     if (B <= 0 || S <= 0 || h <= 0 || w <= 0) return NC_OK;
     const scale_lut none = {};
-    resize_kernel<<<(unsigned)B, RESIZE_THREADS, 0, stream>>>(dst, NULL, none, src, h, w, S);
+    resize_launch(dst, NULL, none, src, B, h, w, S, stream);
     CUDA_LAUNCHED();
     return NC_OK;
 }
@@ -642,7 +695,7 @@ extern "C" int nc_cuda_prepare_input(float *x, const uint8_t *images, int B, int
         scale_kernel<<<ew_blocks(n), EW_THREADS, 0, stream>>>(x, lut, images, n);
     } else {
         /* nc_model_check_input admits only upscaling to a square input. */
-        resize_kernel<<<(unsigned)B, RESIZE_THREADS, 0, stream>>>(NULL, x, lut, images, h, w, H);
+        resize_launch(NULL, x, lut, images, B, h, w, H, stream);
     }
     CUDA_LAUNCHED();
     return NC_OK;
@@ -650,9 +703,10 @@ extern "C" int nc_cuda_prepare_input(float *x, const uint8_t *images, int B, int
 
 extern "C" int nc_cuda_layers_prepare(nc_error *err) {
     const void *kernels[] = {
-        (const void *)tanh_kernel,       (const void *)relu_kernel,        (const void *)sigmoid_kernel,
-        (const void *)pool_kernel<true>, (const void *)pool_kernel<false>, (const void *)softmax_kernel,
-        (const void *)argmax_kernel,     (const void *)resize_kernel,      (const void *)scale_kernel,
+        (const void *)tanh_kernel,       (const void *)relu_kernel,         (const void *)sigmoid_kernel,
+        (const void *)pool_kernel<true>, (const void *)pool_kernel<false>,  (const void *)softmax_kernel,
+        (const void *)argmax_kernel,     (const void *)resize_kernel<true>, (const void *)resize_kernel<false>,
+        (const void *)scale_kernel,
     };
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
         cudaFuncAttributes attr;

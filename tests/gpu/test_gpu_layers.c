@@ -410,10 +410,53 @@ static void test_resize_case(int B, int h, int w, int S) {
     free(out);
 }
 
+/* Every Fashion-MNIST test image at each of the course's input sizes, byte for byte against nc_resize_u8. */
+static void test_resize_data(void) {
+    nc_dataset ds;
+    nc_error err = {0};
+    if (nc_dataset_load_split(&ds, NULL, "t10k", &err) != NC_OK) {
+        printf("test_gpu_layers: %s; the resize of the test set not checked\n", err.msg);
+        return;
+    }
+    const int sizes[] = {48, 64, 70, 72, 86};
+    const size_t nin = (size_t)ds.n * ds.h * ds.w;
+    uint8_t *dimg, *dout;
+    CU(cudaMalloc((void **)&dimg, nin));
+    CU(cudaMemcpy(dimg, ds.images, nin, cudaMemcpyHostToDevice));
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        const int S = sizes[k];
+        const size_t nout = (size_t)ds.n * S * S;
+        uint8_t *ref = xmalloc(nout), *out = xmalloc(nout);
+        for (int b = 0; b < ds.n; b++)
+            nc_resize_u8(ref + (size_t)b * S * S, S, ds.images + (size_t)b * ds.h * ds.w, ds.h, ds.w);
+        CU(cudaMalloc((void **)&dout, nout));
+        CU(cudaMemset(dout, 0xAB, nout));
+        check_rc(nc_cuda_resize_u8(dout, dimg, ds.n, ds.h, ds.w, S, stream, &err), &err, "resize");
+        CU(cudaStreamSynchronize(stream));
+        CU(cudaMemcpy(out, dout, nout, cudaMemcpyDeviceToHost));
+        size_t bad = 0;
+        for (size_t i = 0; i < nout; i++) bad += out[i] != ref[i];
+        if (bad) fprintf(stderr, "resize of the %d test images to %d: %zu of %zu bytes differ\n", ds.n, S, bad, nout);
+        CHECK(bad == 0);
+        CU(cudaFree(dout));
+        free(ref);
+        free(out);
+    }
+    CU(cudaFree(dimg));
+    nc_dataset_free(&ds);
+}
+
 static void test_resize(void) {
-    const int sizes[] = {28, 29, 48, 64, 70, 72, 86, 100, 257};
+    const int sizes[] = {28, 29, 48, 64, 70, 72, 86, 100, 129};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) test_resize_case(40, 28, 28, sizes[i]);
-    test_resize_case(7, 20, 28, 64); /* non-square images into a square input */
+    test_resize_case(5, 28, 28, 257); /* more columns than a block's threads, more rows than its taps at once */
+    test_resize_case(5, 28, 28, 600);
+    test_resize_case(7, 20, 28, 64);  /* non-square images into a square input */
+    test_resize_case(3, 1, 1, 3);     /* one pixel */
+    test_resize_case(3, 70, 66, 100); /* too large for shared memory: the pixels read from global memory */
+    /* Under compute-sanitizer (NC_GPU_TEST_QUICK=1, above) the made-up images only. */
+    const char *quick_env = getenv("NC_GPU_TEST_QUICK");
+    if (!(quick_env && *quick_env == '1')) test_resize_data();
 }
 
 /* Both GPU backends against cpu-ref on one model with every layer kind, over chunks of 128 images
