@@ -313,7 +313,7 @@ static int cpu_create(void **out, const nc_model *m, const nc_run_opts *opts, nc
     for (int t = 0; ok && t < p->threads; t++) {
         workspace *w = &p->ws[t];
         ok = (w->buf[0] = alloc_floats(act)) && (w->buf[1] = alloc_floats(act)) && (w->band = alloc_floats(band)) &&
-             (w->input = malloc(nc_input_ws_bytes(m->input.h, m->input.w, p->V))) &&
+             (w->input = alloc_floats((nc_input_ws_bytes(m->input.h, m->input.w, p->V) + 3) / 4)) &&
              (w->row = malloc((size_t)p->classes * sizeof(float)));
     }
     if (!ok) { /* the message first: cpu_destroy frees p */

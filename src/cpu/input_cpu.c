@@ -111,6 +111,8 @@ static inline __attribute__((always_inline)) void input_group(const int V, float
         for (int v = nb; v < V; v++) x[j * V + v] = 0.0f;
 }
 
+_Static_assert(NC_SCALAR_LANES <= 16, "input_group's per-lane arrays hold 16 lanes");
+
 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma"))) static void
 input_group_avx512(float *x, const uint8_t *images, int nb, int h, int w, int H, int W, const nc_model *m, void *ws) {
     input_group(16, x, images, nb, h, w, H, W, m, ws);

@@ -587,8 +587,8 @@ struct scale_lut {
  * resize took 0.43 ms of its 1.82 and takes 0.21 of 1.61 (`nanoconv profile`'s sum of the kernel's launches; the
  * networks' times with the old layers.cu preloaded, in the same call: docs/PERFORMANCE-LOG.md, 2026-11-29 05:51). */
 template <bool SV>
-__global__ void resize_kernel(uint8_t *dst8, float *dstf, scale_lut lut, const uint8_t *images, int h, int w, int S,
-                              double zoom_y, double zoom_x, int CT) {
+__global__ void __launch_bounds__(512) resize_kernel(uint8_t *dst8, float *dstf, scale_lut lut, const uint8_t *images,
+                                                     int h, int w, int S, double zoom_y, double zoom_x, int CT) {
     __shared__ int lo8, hi8;
     __shared__ float slut[256];
     __shared__ resize_tap rows[RESIZE_ROWS]; /* i0 and i1 as the offsets of their rows (PX a pixel) */
@@ -656,7 +656,8 @@ __global__ void resize_kernel(uint8_t *dst8, float *dstf, scale_lut lut, const u
     }
 }
 
-/* resize_kernel's launch: CT = min(S, 256) columns by enough lanes of rows to take about 256 threads; the image's
+/* resize_kernel's launch: CT = min(S, 256) columns by enough lanes of rows to take 256 threads or more (510 at most,
+ * at S = 255: the kernel's launch bounds); the image's
  * pixels in shared memory where they fit. */
 static void resize_launch(uint8_t *dst8, float *dstf, const scale_lut &lut, const uint8_t *images, int B, int h, int w,
                           int S, cudaStream_t stream) {

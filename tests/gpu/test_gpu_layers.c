@@ -449,11 +449,14 @@ static void test_resize_data(void) {
 static void test_resize(void) {
     const int sizes[] = {28, 29, 48, 64, 70, 72, 86, 100, 129};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) test_resize_case(40, 28, 28, sizes[i]);
+    test_resize_case(5, 28, 28, 255); /* the largest block: 255 columns by 2 lanes of rows */
     test_resize_case(5, 28, 28, 257); /* more columns than a block's threads, more rows than its taps at once */
     test_resize_case(5, 28, 28, 600);
     test_resize_case(7, 20, 28, 64);  /* non-square images into a square input */
     test_resize_case(3, 1, 1, 3);     /* one pixel */
     test_resize_case(3, 70, 66, 100); /* too large for shared memory: the pixels read from global memory */
+    test_resize_case(3, 29, 29, 28);  /* a shrink, as the cuda backend's warm-up does: nc_resize_u8's formula */
+    test_resize_case(2, 65, 65, 64);
     /* Under compute-sanitizer (NC_GPU_TEST_QUICK=1, above) the made-up images only. */
     const char *quick_env = getenv("NC_GPU_TEST_QUICK");
     if (!(quick_env && *quick_env == '1')) test_resize_data();

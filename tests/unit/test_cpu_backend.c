@@ -277,11 +277,12 @@ static size_t input_differs(nc_cpu_isa isa, const nc_model *m, const uint8_t *im
     const int V = nc_cpu_isa_lanes(isa);
     const size_t hw = (size_t)S * S;
     float *x = malloc(hw * V * sizeof(float));
-    uint8_t *one = malloc(hw);
+    uint8_t *one = malloc(hw), *in = malloc((size_t)nb * h * w); /* the nb images alone: a read past them is ASan's */
     void *ws = malloc(nc_input_ws_bytes(S, S, V));
-    if (!x || !one || !ws) exit(1);
+    if (!x || !one || !in || !ws) exit(1);
+    memcpy(in, img, (size_t)nb * h * w);
     for (size_t i = 0; i < hw * V; i++) x[i] = NAN;
-    nc_input_group(isa, x, img, nb, h, w, S, S, m, ws);
+    nc_input_group(isa, x, in, nb, h, w, S, S, m, ws);
     size_t bad = 0;
     for (int v = 0; v < V; v++) {
         if (v < nb) {
@@ -297,6 +298,7 @@ static size_t input_differs(nc_cpu_isa isa, const nc_model *m, const uint8_t *im
     }
     free(x);
     free(one);
+    free(in);
     free(ws);
     return bad;
 }
@@ -306,9 +308,10 @@ static void test_input(void) {
     const nc_scaling scalings[] = {NC_SCALE_RAW, NC_SCALE_UNIT, NC_SCALE_NORM};
     m.mean = 0.2860f, m.std = 0.3530f;
     /* Made-up images: noise over the whole byte range, noise in [40, 200] (the clip to the image's range lifts the
-     * border), and flat ones; square and not, the course's sizes, the identity and 1 x 1. */
+     * border), and flat ones; square and not, the course's sizes, the identity, 1 x 1, and wider than
+     * nc_resize_u8's block of 256 columns. */
     static const int shapes[][3] = {{28, 28, 86}, {28, 28, 48}, {28, 28, 28}, {3, 5, 9},
-                                    {1, 1, 3},    {5, 4, 5},    {7, 7, 8}};
+                                    {1, 1, 3},    {5, 4, 5},    {7, 7, 8},    {28, 28, 300}};
     for (int isa = 0; isa < NC_ISA_COUNT; isa++) {
         if (!nc_cpu_isa_supported((nc_cpu_isa)isa)) continue;
         const int V = nc_cpu_isa_lanes((nc_cpu_isa)isa);
