@@ -12,6 +12,10 @@
 
 #include "cpu/cpu_features.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Bytes of the workspace nc_input_group needs for an input of (H, W) and V lanes (any images that fit it). */
 size_t nc_input_ws_bytes(int H, int W, int V);
 
@@ -22,4 +26,7 @@ size_t nc_input_ws_bytes(int H, int W, int V);
 void nc_input_group(nc_cpu_isa isa, float *x, const uint8_t *images, int nb, int h, int w, int H, int W,
                     const nc_model *m, void *ws);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -11,6 +11,7 @@
 #include "cuda/cp_async.cuh"
 #include "cuda/cuda_check.h"
 #include "cuda/cuda_layers.h"
+#include "io/resize.h"
 
 /* Threads per block of the elementwise kernels, and their most blocks (a grid-stride loop covers the rest). */
 #define EW_THREADS 256
@@ -531,20 +532,15 @@ extern "C" int nc_cuda_argmax(int *pred, const float *x, int B, int N, cudaStrea
  * intrinsic so that nvcc cannot contract a multiply and an add into an FMA
  * (that alone changes thousands of pixels at the course's sizes). */
 
-/* One output position along an axis: its two taps' input indices and weights. */
-struct resize_tap {
-    int i0, i1;
-    double w0, w1;
-};
-
-__device__ static resize_tap resize_axis_tap(int o, double zoom, int n) {
+/* nc_resize_axis_tap (src/io/resize.c): one output position along an axis, its two taps' input indices and weights. */
+__device__ static nc_resize_tap resize_axis_tap(int o, double zoom, int n) {
     double cc = (double)o;
     cc = __dadd_rn(cc, 0.5);
     cc = __dmul_rn(cc, zoom);
     cc = __dadd_rn(cc, -0.5);
     const double start = floor(cc);
     const double f = __dadd_rn(cc, -start);
-    resize_tap t;
+    nc_resize_tap t;
     t.w0 = __dadd_rn(1.0, -f);
     t.w1 = __dadd_rn(1.0, -t.w0);
     t.i0 = (int)start;
@@ -591,8 +587,8 @@ __global__ void __launch_bounds__(512) resize_kernel(uint8_t *dst8, float *dstf,
                                                      int h, int w, int S, double zoom_y, double zoom_x, int CT) {
     __shared__ int lo8, hi8;
     __shared__ float slut[256];
-    __shared__ resize_tap rows[RESIZE_ROWS]; /* i0 and i1 as the offsets of their rows (PX a pixel) */
-    extern __shared__ double sv[];           /* SV: (h, w) */
+    __shared__ nc_resize_tap rows[RESIZE_ROWS]; /* i0 and i1 as the offsets of their rows (PX a pixel) */
+    extern __shared__ double sv[];              /* SV: (h, w) */
     const int tid = (int)threadIdx.x, nt = (int)blockDim.x, RL = nt / CT;
     const uint8_t *src = images + (size_t)blockIdx.x * h * w; // (h, w)
     if (tid == 0) {
@@ -621,7 +617,7 @@ __global__ void __launch_bounds__(512) resize_kernel(uint8_t *dst8, float *dstf,
         const int nr = min(RESIZE_ROWS, S - r0);
         __syncthreads(); /* the batch before is done with rows */
         for (int i = tid; i < nr; i += nt) {
-            resize_tap t = resize_axis_tap(r0 + i, zoom_y, h);
+            nc_resize_tap t = resize_axis_tap(r0 + i, zoom_y, h);
             t.i0 *= w * PX, t.i1 *= w * PX;
             rows[i] = t;
         }
@@ -629,14 +625,14 @@ __global__ void __launch_bounds__(512) resize_kernel(uint8_t *dst8, float *dstf,
         for (int c0 = 0; c0 < S; c0 += CT) {
             const int ox = c0 + tid % CT;
             if (ox >= S) continue;
-            resize_tap cx = resize_axis_tap(ox, zoom_x, w);
+            nc_resize_tap cx = resize_axis_tap(ox, zoom_x, w);
             cx.i0 *= PX, cx.i1 *= PX;
             /* The thread's outputs: (r0 + r, ox) for r = tid / CT, + RL, ... */
             const size_t o = ((size_t)blockIdx.x * S + r0 + tid / CT) * S + ox, step = (size_t)RL * S;
             uint8_t *y8 = dst8 ? dst8 + o : NULL;
             float *yf = dstf ? dstf + o : NULL;
             for (int r = tid / CT; r < nr; r += RL) {
-                const resize_tap ry = rows[r];
+                const nc_resize_tap ry = rows[r];
                 double t = resize_term(pixel(ry.i0 + cx.i0), ry.w0, cx.w0);
                 t = __dadd_rn(t, resize_term(pixel(ry.i0 + cx.i1), ry.w0, cx.w1));
                 t = __dadd_rn(t, resize_term(pixel(ry.i1 + cx.i0), ry.w1, cx.w0));

@@ -2,6 +2,10 @@
 #ifndef NC_IO_RESIZE_H
 #define NC_IO_RESIZE_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* One output position o along an axis of n inputs upscaled by zoom = n / S (as a double): the input indices of its
  * two taps and their weights, as SciPy computes them (resize.c). A tap outside the input has weight 0 and an index
  * clamped inside it. */
@@ -12,4 +16,7 @@ typedef struct nc_resize_tap {
 
 nc_resize_tap nc_resize_axis_tap(int o, double zoom, int n);
 
+#ifdef __cplusplus
+}
+#endif
 #endif
