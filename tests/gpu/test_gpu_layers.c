@@ -368,10 +368,15 @@ static void test_resize_case(int B, int h, int w, int S) {
     const size_t nin = (size_t)B * h * w, nout = (size_t)B * S * S;
     uint8_t *img = xmalloc(nin), *ref = xmalloc(nout), *out = xmalloc(nout), *dimg, *dout;
     for (int b = 0; b < B; b++) {
-        /* Some images span 0..255, some have a minimum above 0 (the clip lifts their border), some are flat. */
+        /* Some images span 0..255, some have a minimum above 0 (the clip lifts their border), some are flat, some
+         * are patches of 3 x 3 pixels of one value: there an output's four terms sum to a whole number in reals, and
+         * the last bit of their double sum decides its truncation. */
         const int lo = b % 3 == 1 ? rand_int(1, 120) : 0, hi = b % 5 == 4 ? lo : rand_int(lo, 255);
-        for (int i = 0; i < h * w; i++) img[(size_t)b * h * w + i] = (uint8_t)rand_int(lo, hi);
-        nc_resize_u8(ref + (size_t)b * S * S, S, img + (size_t)b * h * w, h, w);
+        uint8_t *x = img + (size_t)b * h * w;
+        for (int i = 0; i < h * w; i++)
+            x[i] = b % 4 == 3 && (i % w) % 3 + (i / w) % 3 ? x[i / w / 3 * 3 * w + i % w / 3 * 3]
+                                                           : (uint8_t)rand_int(lo, hi);
+        nc_resize_u8(ref + (size_t)b * S * S, S, x, h, w);
     }
     CU(cudaMalloc((void **)&dimg, nin));
     CU(cudaMalloc((void **)&dout, nout));
@@ -386,8 +391,9 @@ static void test_resize_case(int B, int h, int w, int S) {
     if (bad) fprintf(stderr, "resize %dx%d -> %d: %zu of %zu bytes differ\n", h, w, S, bad, nout);
     CHECK(bad == 0);
 
+    /* The floats through a model of that input (its dense layer 10 S^2 weights: up to S = 1024). */
     const char *inputs[3] = {"raw", "unit", "norm 0.2860 0.3530"};
-    for (int s = 0; s < 3; s++) {
+    for (int s = 0; s < 3 && S <= 1024; s++) {
         char in_text[64];
         snprintf(in_text, sizeof in_text, "1x%dx%d %s", S, S, inputs[s]);
         nc_model *m = NULL;
@@ -452,10 +458,11 @@ static void test_resize(void) {
     test_resize_case(5, 28, 28, 255); /* the largest block: 255 columns by 2 lanes of rows */
     test_resize_case(5, 28, 28, 257); /* more columns than a block's threads, more rows than its taps at once */
     test_resize_case(5, 28, 28, 600);
-    test_resize_case(7, 20, 28, 64);  /* non-square images into a square input */
-    test_resize_case(3, 1, 1, 3);     /* one pixel */
-    test_resize_case(3, 70, 66, 100); /* too large for shared memory: the pixels read from global memory */
-    test_resize_case(3, 29, 29, 28);  /* a shrink, as the cuda backend's warm-up does: nc_resize_u8's formula */
+    test_resize_case(7, 20, 28, 64);    /* non-square images into a square input */
+    test_resize_case(3, 1, 1, 3);       /* one pixel */
+    test_resize_case(3, 70, 66, 100);   /* too large for shared memory: the pixels read from global memory */
+    test_resize_case(1, 3, 1500, 1500); /* the same, in six passes of a block's columns */
+    test_resize_case(3, 29, 29, 28);    /* a shrink, as the cuda backend's warm-up does: nc_resize_u8's formula */
     test_resize_case(2, 65, 65, 64);
     /* Under compute-sanitizer (NC_GPU_TEST_QUICK=1, above) the made-up images only. */
     const char *quick_env = getenv("NC_GPU_TEST_QUICK");
