@@ -2,10 +2,11 @@
  * nc_sgemm: packed, cache-blocked SGEMM.
  *
  * Loop nest (Goto's, with the roles fixed by the panel layout of gemm.h):
- *   for each block of KC steps of K           (A's block, M x KC, stays in L2)
- *     for each pair of B panels (2V columns)  (KC x 2V floats, 32 kB for AVX-512, stays in L1)
+ *   for each block of KC steps of K           (A's block, MC x KC, stays in L2)
+ *     for each pair of B panels (2V columns)  (KC x 2V floats: 64 kB for AVX-512, in L2; 32 kB for AVX2)
  *       for each row panel of A (MR rows)     (streamed from L2)
  *         micro-kernel: C tile (MR, 2V) += A panel (KC, MR) x B panels (KC, 2V), in registers.
+ * The micro-kernels prefetch A and B a fixed distance ahead of their loads (A_AHEAD, B_AHEAD).
  * The micro-kernels add their products to C one k at a time, so every output is its old value plus the K products in
  * order of k: the same order as the reference dense layer, whatever the blocking. AVX-512 (MR 12, V 16) and AVX2
  * (MR 6, V 8) do the same FMAs per output and give bitwise the same results; the portable kernel (MR 4, V 4)
@@ -15,13 +16,28 @@
 
 #include <immintrin.h>
 #include <omp.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cpu/conv_cpu.h"
 
-#define KC 256
+/* A block's steps of K and rows of M. KC was 256 until session 68: 512 halves the micro-kernel's loads and stores of
+ * its C tile, and with the prefetches below it made the dense layers of the course's networks 4-7% faster on the
+ * build machine (2020's, of 32 outputs, 16%; docs/PERFORMANCE.md, "The dense layers, session 68"). */
+#define KC 512
 #define MC_ROWS 120
+/* Bytes ahead of their loads of A and of B that the micro-kernels prefetch. A's row panels are K x MR floats apart
+ * and B's K x V, so that a panel's k-block is a few pages, and the hardware's prefetchers do not cross a page: where
+ * the operands do not stay in the last-level cache (the 2017 network's 500 x 7200 layer: 14 MB of weights, 7.4 MB of
+ * activations a thread), every page began with misses. On one thread of the build machine that layer's GEMM went
+ * from 195-212 GFLOP/s to 222-234 with A's prefetch alone; the shapes whose operands stay cached, within 1%. */
+#define A_AHEAD 1536
+#define B_AHEAD 2048
+
+/* A hint to fetch the line `ahead` bytes past p, which may lie past p's array: a prefetch does not fault, and the
+ * address is formed as an integer, not a pointer past the array. */
+#define prefetch(p, ahead) _mm_prefetch((const char *)((uintptr_t)(p) + (ahead)), _MM_HINT_T0)
 
 /* A micro-kernel: c0[i][j] += sum over k < kc of a[k][i] * b0[k][j] and c1[i][j] likewise with b1, for i < MR,
  * j < V. a is (kc, MR), b0 and b1 are (kc, V), c0 and c1 rows of V floats at stride ldc. */
@@ -63,6 +79,9 @@ static void ukernel_avx2(int kc, const float *a, const float *b0, const float *b
     }
     for (int k = 0; k < kc; k++) {
         const __m256 x0 = _mm256_loadu_ps(b0 + (size_t)k * 8), x1 = _mm256_loadu_ps(b1 + (size_t)k * 8);
+        prefetch(a + (size_t)k * 6, A_AHEAD);
+        prefetch(b0 + (size_t)k * 8, B_AHEAD);
+        prefetch(b1 + (size_t)k * 8, B_AHEAD);
 #pragma GCC unroll 6
         for (int i = 0; i < 6; i++) {
             const __m256 w = _mm256_broadcast_ss(a + (size_t)k * 6 + i);
@@ -88,6 +107,9 @@ static void ukernel_avx512(int kc, const float *a, const float *b0, const float 
     }
     for (int k = 0; k < kc; k++) {
         const __m512 x0 = _mm512_loadu_ps(b0 + (size_t)k * 16), x1 = _mm512_loadu_ps(b1 + (size_t)k * 16);
+        prefetch(a + (size_t)k * 12, A_AHEAD);
+        prefetch(b0 + (size_t)k * 16, B_AHEAD);
+        prefetch(b1 + (size_t)k * 16, B_AHEAD);
 #pragma GCC unroll 12
         for (int i = 0; i < 12; i++) {
             const __m512 w = _mm512_set1_ps(a[(size_t)k * 12 + i]);
