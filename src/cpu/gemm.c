@@ -23,8 +23,8 @@
 #include "cpu/conv_cpu.h"
 
 /* A block's steps of K and rows of M. KC was 256 until session 68: 512 halves the micro-kernel's loads and stores of
- * its C tile, and with the prefetches below it made the dense layers of the course's networks 4-7% faster on the
- * build machine (2020's, of 32 outputs, 16%; docs/PERFORMANCE.md, "The dense layers, session 68"). */
+ * its C tile, and with the prefetches below it made the dense layers of the course's networks 4-7% faster in one round
+ * on the build machine (2020's, of 32 outputs, 16%; docs/PERFORMANCE.md, "The dense layers, session 68"). */
 #define KC 512
 #define MC_ROWS 120
 /* Bytes ahead of their loads of A and of B that the micro-kernels prefetch. A's row panels are K x MR floats apart
