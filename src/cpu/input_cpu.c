@@ -30,15 +30,46 @@ size_t nc_input_ws_bytes(int H, int W, int V) {
            (size_t)W * sizeof(nc_resize_tap);
 }
 
-/* Four lanes, as GCC's vector extension gives them: each operation is every lane's own IEEE operation, which each
- * instruction set compiles to its own vectors. On AVX2 and AVX-512 the output pixels' sums go through them four lanes
- * at a time: left to itself, GCC vectorised that loop in pairs of lanes and stored the bytes one by one (session 68:
- * op 0 24-27% faster on AVX-512 and about twice as fast on AVX2 with these; docs/PERFORMANCE.md, "The input"). */
+/* Lanes of doubles, as GCC's vector extension gives them: each operation is every lane's own IEEE operation, which
+ * each instruction set compiles to its own vectors. On AVX2 and AVX-512 the output pixels' sums go through them four
+ * or eight lanes at a time: left to itself, GCC vectorised that loop in pairs of lanes and stored the bytes one by one
+ * (session 68: op 0 36-45% faster on AVX-512 and twice as fast on AVX2; docs/PERFORMANCE.md, "The input"). */
 typedef double v4d __attribute__((vector_size(32)));
 typedef long long v4l __attribute__((vector_size(32)));
 typedef int v4i __attribute__((vector_size(16)));
 typedef unsigned char v16b __attribute__((vector_size(16)));
 typedef unsigned char v4b __attribute__((vector_size(4)));
+typedef double v8d __attribute__((vector_size(64)));
+typedef long long v8l __attribute__((vector_size(64)));
+typedef int v8i __attribute__((vector_size(32)));
+typedef unsigned char v32b __attribute__((vector_size(32)));
+typedef unsigned char v8b __attribute__((vector_size(8)));
+
+/* Output pixel ox's sums for the V lanes, N at a time (vd, vl, vi: N doubles, masks and ints; vb: vi's bytes; vq: N
+ * bytes, the low one of each int, whose indices in vb follow). a0, a1 (b0, b1) are the upper (lower) input row's
+ * weighted pixels at the column's two taps; lo and hi the lanes' clip ranges. nc_resize_u8 starts from t = 0.0 and adds
+ * the first term: the same as taking it, as no term is -0 (values and weights are >= +0). */
+#define RESIZE_SUMS(N, vd, vl, vi, vb, vq, ...)                                                                        \
+    for (int v = 0; v < V; v += N) {                                                                                   \
+        vd p00, p01, p10, p11, l, u;                                                                                   \
+        __builtin_memcpy(&p00, a0 + v, sizeof p00);                                                                    \
+        __builtin_memcpy(&p01, a1 + v, sizeof p01);                                                                    \
+        __builtin_memcpy(&p10, b0 + v, sizeof p10);                                                                    \
+        __builtin_memcpy(&p11, b1 + v, sizeof p11);                                                                    \
+        __builtin_memcpy(&l, lo + v, sizeof l);                                                                        \
+        __builtin_memcpy(&u, hi + v, sizeof u);                                                                        \
+        vd t = p00 * cx.w0;                                                                                            \
+        t += p01 * cx.w1;                                                                                              \
+        t += p10 * cx.w0;                                                                                              \
+        t += p11 * cx.w1;                                                                                              \
+        vl below = t < l, above; /* lanes of all ones where true */                                                    \
+        t = (vd)(((vl)l & below) | ((vl)t & ~below));                                                                  \
+        above = t > u;                                                                                                 \
+        t = (vd)(((vl)u & above) | ((vl)t & ~above));                                                                  \
+        const vb b = (vb) __builtin_convertvector(t * 256.0, vi); /* truncated, as by the cast, to 0..255 */           \
+        const vq p = __builtin_shufflevector(b, b, __VA_ARGS__);                                                       \
+        __builtin_memcpy(q + (size_t)ox * V + v, &p, sizeof p);                                                        \
+    }
 
 /* x[i] = q[i] scaled, for i < n: the scaling's case chosen once, so that the loop is a vector one. */
 static inline __attribute__((always_inline)) void scale_pixels(float *restrict x, const uint8_t *restrict q, size_t n,
@@ -118,28 +149,11 @@ static inline __attribute__((always_inline)) void input_group(const int V, float
                     }
                     continue;
                 }
-                /* AVX2 and AVX-512: the same operations, four lanes at a time. */
-                const v4d w0 = {cx.w0, cx.w0, cx.w0, cx.w0}, w1 = {cx.w1, cx.w1, cx.w1, cx.w1};
-                for (int v = 0; v < V; v += 4) {  /* V is 8 or 16 */
-                    v4d p00, p01, p10, p11, l, u; /* the two rows' weighted pixels at the two columns */
-                    __builtin_memcpy(&p00, a0 + v, sizeof p00);
-                    __builtin_memcpy(&p01, a1 + v, sizeof p01);
-                    __builtin_memcpy(&p10, b0 + v, sizeof p10);
-                    __builtin_memcpy(&p11, b1 + v, sizeof p11);
-                    __builtin_memcpy(&l, lo + v, sizeof l);
-                    __builtin_memcpy(&u, hi + v, sizeof u);
-                    v4d t = p00 * w0;
-                    t += p01 * w1;
-                    t += p10 * w0;
-                    t += p11 * w1;
-                    v4l below = t < l, above; /* lanes of all ones where true */
-                    t = (v4d)(((v4l)l & below) | ((v4l)t & ~below));
-                    above = t > u;
-                    t = (v4d)(((v4l)u & above) | ((v4l)t & ~above));
-                    /* Truncated, as by the cast, to 0..255; each int's low byte. */
-                    const v16b b = (v16b) __builtin_convertvector(t * 256.0, v4i);
-                    const v4b p = __builtin_shufflevector(b, b, 0, 4, 8, 12);
-                    __builtin_memcpy(q + (size_t)ox * V + v, &p, sizeof p);
+                /* AVX2 and AVX-512: the same operations, several lanes at a time. */
+                if (V == 16) {
+                    RESIZE_SUMS(8, v8d, v8l, v8i, v32b, v8b, 0, 4, 8, 12, 16, 20, 24, 28)
+                } else {
+                    RESIZE_SUMS(4, v4d, v4l, v4i, v16b, v4b, 0, 4, 8, 12)
                 }
             }
             scale_pixels(xr, q, (size_t)W * V, scaling, mean, sd);
