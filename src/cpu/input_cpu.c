@@ -5,8 +5,9 @@
  * its row's weight, times its column's weight, the four terms added in the order y0x0, y0x1, y1x0, y1x1, clipped to
  * the image's [min, max] / 256, times 256, truncated. IEEE arithmetic gives each lane the same bits as the scalar
  * code; what must not happen is a multiply and an add fused into an FMA, so this file is compiled with
- * -ffp-contract=off (CMakeLists.txt), as resize.c is. The loops over the lanes run the same code for any V (4, 8 or
- * 16); each instruction set's entry point below compiles it for its own vectors.
+ * -ffp-contract=off (CMakeLists.txt), as resize.c is. The code is written once for any V (4, 8 or 16) and each
+ * instruction set's entry point below compiles it for its own vectors; only the output pixels' sums differ: GCC's
+ * vector extension on AVX2 and AVX-512 (RESIZE_SUMS), a loop of lanes on the portable path.
  */
 #include "cpu/input_cpu.h"
 
@@ -46,8 +47,9 @@ typedef unsigned char v32b __attribute__((vector_size(32)));
 typedef unsigned char v8b __attribute__((vector_size(8)));
 
 /* Output pixel ox's sums for the V lanes, N at a time (vd, vl, vi: N doubles, masks and ints; vb: vi's bytes; vq: N
- * bytes, the low one of each int, whose indices in vb follow). a0, a1 (b0, b1) are the upper (lower) input row's
- * weighted pixels at the column's two taps; lo and hi the lanes' clip ranges. nc_resize_u8 starts from t = 0.0 and adds
+ * bytes, the low one of each int, whose indices in vb follow), into q's column ox. Expanded inside input_group's loop
+ * over the columns, whose locals it reads: a0, a1 (b0, b1), the upper (lower) input row's weighted pixels at column
+ * cx's two taps; lo and hi, the lanes' clip ranges. nc_resize_u8 starts from t = 0.0 and adds
  * the first term: the same as taking it, as no term is -0 (values and weights are >= +0). */
 #define RESIZE_SUMS(N, vd, vl, vi, vb, vq, ...)                                                                        \
     for (int v = 0; v < V; v += N) {                                                                                   \
