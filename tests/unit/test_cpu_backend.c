@@ -208,9 +208,16 @@ static void test_chunks_threads(void) {
     for (int i = 0; i < N * 256; i++) img[i] = (uint8_t)next_u32();
     float a[N * 10], b[N * 10];
     int pa[N], pb[N];
-    const nc_run_opts one = {.threads = 1, .chunk = 1000}, many = {.threads = 3, .chunk = 1};
+    /* One chunk; chunks of 2V (the last round's 5 images to the first thread); and one round of 64-image chunks,
+     * whose 101 images the three threads share out V at a time, the last thread taking fewer. */
+    const nc_run_opts one = {.threads = 1, .chunk = 1000}, many = {.threads = 3, .chunk = 1},
+                      shared = {.threads = 3, .chunk = 64};
     CHECK(run(m, "cpu", &one, img, N, pa, a) == 0);
     CHECK(run(m, "cpu", &many, img, N, pb, b) == 0);
+    CHECK(memcmp(a, b, sizeof a) == 0 && memcmp(pa, pb, sizeof pa) == 0);
+    memset(b, 0, sizeof b);
+    memset(pb, 0xff, sizeof pb);
+    CHECK(run(m, "cpu", &shared, img, N, pb, b) == 0);
     CHECK(memcmp(a, b, sizeof a) == 0 && memcmp(pa, pb, sizeof pa) == 0);
     /* Timings: one Op Time per convolution, with the fusion named. */
     nc_session *s = NULL;
