@@ -8,7 +8,7 @@
  *         micro-kernel: C tile (MR, 2V) += A panel (KC, MR) x B panels (KC, 2V), in registers.
  * The micro-kernels prefetch A and B a fixed distance ahead of their loads (A_AHEAD, B_AHEAD).
  * The micro-kernels add their products to C one k at a time, so every output is its old value plus the K products in
- * order of k: the same order as the reference dense layer, whatever the blocking. AVX-512 (MR 12, V 16) and AVX2
+ * order of k: the same order as the reference dense layer, whatever the blocking. AVX-512 (MR 14, V 16) and AVX2
  * (MR 6, V 8) do the same FMAs per output and give bitwise the same results; the portable kernel (MR 4, V 4)
  * multiplies and adds separately, as the reference does.
  */
@@ -26,7 +26,7 @@
  * its C tile, and with the prefetches below it made the dense layers of the course's networks 4-7% faster in one round
  * on the build machine (2020's, of 32 outputs, 16%; docs/PERFORMANCE.md, "The dense layers, session 68"). */
 #define KC 512
-#define MC_ROWS 120
+#define MC_ROWS 126
 /* Bytes ahead of their loads of A and of B that the micro-kernels prefetch. A's row panels are K x MR floats apart
  * and B's K x V, so that a panel's k-block is a few pages, and the hardware's prefetchers do not cross a page: where
  * the operands do not stay in the last-level cache (the 2017 network's 500 x 7200 layer: 14 MB of weights, 7.4 MB of
@@ -100,26 +100,29 @@ static void ukernel_avx2(int kc, const float *a, const float *b0, const float *b
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")
-/* 12 x 32: 24 accumulators, 2 B vectors and a broadcast in the 32 zmm registers. */
+/* 14 x 32: 28 accumulators, 2 B vectors and a broadcast in 31 of the 32 zmm registers. 14 rows, not 12, since session
+ * 69: the same speed where M pads alike (the 2017 network's 500 rows: 36 panels against 42, both 504 rows), and 7%
+ * faster on the zoo's 140-row layers, which 14 divides (12 pads them to 144, and runs the last panel through the
+ * edge copy). */
 static void ukernel_avx512(int kc, const float *a, const float *b0, const float *b1, float *c0, float *c1, size_t ldc) {
-    __m512 acc[12][2];
-    for (int i = 0; i < 12; i++) {
+    __m512 acc[14][2];
+    for (int i = 0; i < 14; i++) {
         acc[i][0] = _mm512_loadu_ps(c0 + i * ldc);
         acc[i][1] = _mm512_loadu_ps(c1 + i * ldc);
     }
     for (int k = 0; k < kc; k++) {
         const __m512 x0 = _mm512_loadu_ps(b0 + (size_t)k * 16), x1 = _mm512_loadu_ps(b1 + (size_t)k * 16);
-        prefetch(a + (size_t)k * 12, A_AHEAD);
+        prefetch(a + (size_t)k * 14, A_AHEAD);
         prefetch(b0 + (size_t)k * 16, B_AHEAD);
         prefetch(b1 + (size_t)k * 16, B_AHEAD);
-#pragma GCC unroll 12
-        for (int i = 0; i < 12; i++) {
-            const __m512 w = _mm512_set1_ps(a[(size_t)k * 12 + i]);
+#pragma GCC unroll 14
+        for (int i = 0; i < 14; i++) {
+            const __m512 w = _mm512_set1_ps(a[(size_t)k * 14 + i]);
             acc[i][0] = _mm512_fmadd_ps(w, x0, acc[i][0]);
             acc[i][1] = _mm512_fmadd_ps(w, x1, acc[i][1]);
         }
     }
-    for (int i = 0; i < 12; i++) {
+    for (int i = 0; i < 14; i++) {
         _mm512_storeu_ps(c0 + i * ldc, acc[i][0]);
         _mm512_storeu_ps(c1 + i * ldc, acc[i][1]);
     }
@@ -136,7 +139,7 @@ static ukernel_fn ukernel_for(nc_cpu_isa isa) {
 
 int nc_sgemm_mr(nc_cpu_isa isa) {
     switch (isa) {
-    case NC_ISA_AVX512: return 12;
+    case NC_ISA_AVX512: return 14;
     case NC_ISA_AVX2: return 6;
     default: return SCALAR_MR;
     }
@@ -179,7 +182,7 @@ typedef struct {
  * C += A[:, k0:k0+kc] B[k0:k0+kc, :] there. B's panels are at stride bs floats. */
 static void block(ukernel_fn uk, int MR, int V, int M, int K, const float *ap, int np, const float *bp, size_t bs,
                   const c_layout *c, int k0, int kc, int g0, int g1, int i_lo, int i_hi) {
-    float edge[12 * 2 * 16]; /* (MR, 2V) for tiles that overhang M or the valid columns */
+    float edge[14 * 2 * 16]; /* (MR, 2V) for tiles that overhang M or the valid columns */
     for (int g = g0; g < g1; g += 2) {
         const float *b0 = bp + (size_t)g * bs + (size_t)k0 * V;
         const float *b1 = g + 1 < np ? b0 + bs : b0; /* an odd last panel pairs with itself; its copy is dropped */

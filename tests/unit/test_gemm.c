@@ -67,10 +67,11 @@ static int check_case(int ta, int tb, int M, int N, int K, float alpha, float be
 }
 
 static void test_sgemm(void) {
-    /* K about gemm.c's KC (512 since session 68; 256 before): one block, one past it, a step short of two. */
-    static const int sizes[][3] = {{1, 1, 1},    {3, 5, 7},     {12, 32, 16},  {13, 33, 17},
-                                   {6, 16, 1},   {25, 47, 300}, {11, 8, 257},  {40, 70, 513},
-                                   {2, 100, 64}, {100, 3, 9},   {14, 20, 511}, {7, 40, 1023}};
+    /* K about gemm.c's KC (512 since session 68; 256 before): one block, one past it, a step short of two. M about
+     * the micro-kernels' rows (MR: 14 for AVX-512 since session 69, 6 for AVX2): 28 two whole panels, 29 an edge. */
+    static const int sizes[][3] = {{1, 1, 1},     {3, 5, 7},     {12, 32, 16},  {13, 33, 17}, {6, 16, 1},
+                                   {25, 47, 300}, {11, 8, 257},  {40, 70, 513}, {2, 100, 64}, {100, 3, 9},
+                                   {14, 20, 511}, {7, 40, 1023}, {28, 32, 16},  {29, 48, 40}};
     static const float ab[][2] = {{1.0f, 0.0f}, {1.0f, 1.0f}, {-0.5f, 0.25f}, {2.0f, -1.0f}, {0.0f, 0.5f}};
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
         for (int ta = 0; ta < 2; ta++)
@@ -91,7 +92,7 @@ static void test_sgemm(void) {
  * output (the property the backend relies on). */
 static void test_panels(nc_cpu_isa isa) {
     const int V = nc_cpu_isa_lanes(isa);
-    static const int shapes[][3] = {{10, 300, 3}, {500, 40, 4}, {13, 7, 1}, {1, 600, 2}, {25, 1100, 3}};
+    static const int shapes[][3] = {{10, 300, 3}, {500, 40, 4}, {13, 7, 1}, {1, 600, 2}, {25, 1100, 3}, {140, 300, 2}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         const int M = shapes[s][0], K = shapes[s][1], np = shapes[s][2];
         float *A = malloc(sizeof(float) * (size_t)M * K), *X = malloc(sizeof(float) * (size_t)np * K * V);
