@@ -46,26 +46,32 @@ typedef void (*ukernel_fn)(int kc, const float *a, const float *b0, const float 
 #define SCALAR_MR 4
 #define SV NC_SCALAR_LANES
 
+/* Its vectors of SV lanes by GCC's vector extension (SSE on baseline x86-64): a multiply and an add per lane, as the
+ * reference does, one row's broadcast a step. Written with arrays of floats, GCC had vectorised this loop along k with
+ * shuffles and spills, at 18% of the portable path's peak (session 69). */
+typedef float sv4 __attribute__((vector_size(SV * sizeof(float))));
+
 static void ukernel_scalar(int kc, const float *a, const float *b0, const float *b1, float *c0, float *c1, size_t ldc) {
-    float acc[SCALAR_MR][2 * SV];
-    for (int i = 0; i < SCALAR_MR; i++)
-        for (int j = 0; j < SV; j++) {
-            acc[i][j] = c0[i * ldc + j];
-            acc[i][SV + j] = c1[i * ldc + j];
-        }
-    for (int k = 0; k < kc; k++) {
-        const float *ak = a + (size_t)k * SCALAR_MR, *bk0 = b0 + (size_t)k * SV, *bk1 = b1 + (size_t)k * SV;
-        for (int i = 0; i < SCALAR_MR; i++)
-            for (int j = 0; j < SV; j++) {
-                acc[i][j] += ak[i] * bk0[j];
-                acc[i][SV + j] += ak[i] * bk1[j];
-            }
+    sv4 acc0[SCALAR_MR], acc1[SCALAR_MR];
+    for (int i = 0; i < SCALAR_MR; i++) {
+        memcpy(&acc0[i], c0 + i * ldc, sizeof(sv4));
+        memcpy(&acc1[i], c1 + i * ldc, sizeof(sv4));
     }
-    for (int i = 0; i < SCALAR_MR; i++)
-        for (int j = 0; j < SV; j++) {
-            c0[i * ldc + j] = acc[i][j];
-            c1[i * ldc + j] = acc[i][SV + j];
+    for (int k = 0; k < kc; k++) {
+        sv4 x0, x1;
+        memcpy(&x0, b0 + (size_t)k * SV, sizeof x0);
+        memcpy(&x1, b1 + (size_t)k * SV, sizeof x1);
+#pragma GCC unroll 4
+        for (int i = 0; i < SCALAR_MR; i++) {
+            const float w = a[(size_t)k * SCALAR_MR + i];
+            acc0[i] += w * x0;
+            acc1[i] += w * x1;
         }
+    }
+    for (int i = 0; i < SCALAR_MR; i++) {
+        memcpy(c0 + i * ldc, &acc0[i], sizeof(sv4));
+        memcpy(c1 + i * ldc, &acc1[i], sizeof(sv4));
+    }
 }
 
 #pragma GCC push_options
