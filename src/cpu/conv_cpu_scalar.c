@@ -34,8 +34,8 @@ typedef float sv4 __attribute__((vector_size(SV * sizeof(float))));
 
 /* Conv columns w0 .. w0 + n - 1 (n <= COLS) of row h of one channel into band (Wn, SV): band[w][v] = the sum over c,
  * p, q in that order of x[c][h+p][w+q][v] * k[c][p][q]. x is (C, H, W, SV); k is (C, K, K). */
-static inline void conv_cols(const nc_conv_desc *d, float *band, const float *x, const float *k, int h, int w0,
-                             const int n) {
+static inline __attribute__((always_inline)) void conv_cols(const nc_conv_desc *d, float *band, const float *x,
+                                                            const float *k, int h, int w0, const int n) {
     const int K = d->K;
     sv4 acc[COLS];
     for (int j = 0; j < n; j++) acc[j] = (sv4){0};
@@ -55,14 +55,22 @@ static inline void conv_cols(const nc_conv_desc *d, float *band, const float *x,
     for (int j = 0; j < n; j++) memcpy(band + (size_t)(w0 + j) * SV, &acc[j], sizeof acc[j]);
 }
 
-/* One conv row: COLS columns at a time, the last block moved back to end at Wn (its columns computed twice, the same
- * bits); a row narrower than COLS a column at a time. */
+/* One conv row: COLS columns at a time, then the columns left in one block of their own (a block for each count, so
+ * that its loops are unrolled as the full blocks' are; moving the last block back instead, to end at Wn, computed up
+ * to a third of a row twice: 2019 spring's second layer, 18 columns, 24). */
 static void conv_row(const nc_conv_desc *d, float *band, const float *x, const float *k, int h) {
-    if (d->Wn < COLS) {
-        for (int w = 0; w < d->Wn; w++) conv_cols(d, band, x, k, h, w, 1);
-        return;
+    int w0 = 0;
+    for (; w0 + COLS <= d->Wn; w0 += COLS) conv_cols(d, band, x, k, h, w0, COLS);
+    switch (d->Wn - w0) {
+    case 7: conv_cols(d, band, x, k, h, w0, 7); break;
+    case 6: conv_cols(d, band, x, k, h, w0, 6); break;
+    case 5: conv_cols(d, band, x, k, h, w0, 5); break;
+    case 4: conv_cols(d, band, x, k, h, w0, 4); break;
+    case 3: conv_cols(d, band, x, k, h, w0, 3); break;
+    case 2: conv_cols(d, band, x, k, h, w0, 2); break;
+    case 1: conv_cols(d, band, x, k, h, w0, 1); break;
+    default: break;
     }
-    for (int w0 = 0; w0 < d->Wn; w0 += COLS) conv_cols(d, band, x, k, h, w0 + COLS <= d->Wn ? w0 : d->Wn - COLS, COLS);
 }
 
 void nc_conv_group_scalar(const nc_conv_desc *d, float *y, const float *x, float *band) {
