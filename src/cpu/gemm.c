@@ -163,37 +163,40 @@ size_t nc_sgemm_packed_a_floats(nc_cpu_isa isa, int M, int K) {
  * in L1, where a whole panel (7200 x 14 floats for the 2017 dense layer) does not. */
 #define PACK_KB 64
 
-/* Packs row panels [p0, p1) of alpha * op(A). Each element is alpha times A's, whatever the loop order; the loops
- * read A along its rows: op(A)'s rows (A's) into a block's columns, or op(A)'s columns (A's rows) into its rows.
- * Until session 69 the loops walked each panel row by row, which for training's dense layers (2017: 500 x 7200
- * weights packed at every step) took longer than the products. */
-static void pack_a_panels(float *ap, int MR, int p0, int p1, int trans_a, int M, int K, float alpha, const float *A,
-                          int lda) {
-    for (int p = p0; p < p1; p++) {
-        float *dst = ap + (size_t)p * K * MR; /* (K, MR) */
-        const int rows = M - p * MR < MR ? M - p * MR : MR;
-        if (trans_a) { /* op(A)[r][k] = A[k][r]: a row of A gives a row of the panel */
-            for (int k = 0; k < K; k++) {
-                const float *src = A + (size_t)k * lda + (size_t)p * MR;
-                float *d = dst + (size_t)k * MR;
-                for (int i = 0; i < rows; i++) d[i] = alpha * src[i];
-                for (int i = rows; i < MR; i++) d[i] = alpha * 0.0f;
-            }
-            continue;
+/* Packs R rows of op(X), rows r0 .. r0 + R - 1 of n (those past n zero), k-major: dst[k * R + i] = alpha *
+ * op(X)[r0 + i][k], where op(X)[r][k] is X[r * ld + k], or X[k * ld + r] if trans. Each element is alpha times X's,
+ * whatever the loop order; the loops read X along its rows: a row of X gives a row of the panel (trans), or a row of
+ * X gives one of its columns, PACK_KB steps of k at a time. Until session 69 the loops walked each panel row by row,
+ * which for training's dense layers (2017: 500 x 7200 weights packed at every step) took longer than the products. */
+static void pack_panel(float *dst, int R, int r0, int n, int K, int trans, float alpha, const float *X, int ld) {
+    const int rows = n - r0 < R ? n - r0 : R;
+    if (trans) {
+        for (int k = 0; k < K; k++) {
+            const float *src = X + (size_t)k * ld + r0;
+            float *d = dst + (size_t)k * R;
+            for (int i = 0; i < rows; i++) d[i] = alpha * src[i];
+            for (int i = rows; i < R; i++) d[i] = alpha * 0.0f;
         }
-        for (int k0 = 0; k0 < K; k0 += PACK_KB) {
-            const int kn = K - k0 < PACK_KB ? K - k0 : PACK_KB;
-            for (int i = 0; i < MR; i++) {
-                float *d = dst + (size_t)k0 * MR + i;
-                if (i >= rows) {
-                    for (int k = 0; k < kn; k++) d[(size_t)k * MR] = alpha * 0.0f;
-                    continue;
-                }
-                const float *src = A + (size_t)(p * MR + i) * lda + k0;
-                for (int k = 0; k < kn; k++) d[(size_t)k * MR] = alpha * src[k];
+        return;
+    }
+    for (int k0 = 0; k0 < K; k0 += PACK_KB) {
+        const int kn = K - k0 < PACK_KB ? K - k0 : PACK_KB;
+        for (int i = 0; i < R; i++) {
+            float *d = dst + (size_t)k0 * R + i;
+            if (i >= rows) { /* no pointer is formed past X */
+                for (int k = 0; k < kn; k++) d[(size_t)k * R] = alpha * 0.0f;
+                continue;
             }
+            const float *src = X + (size_t)(r0 + i) * ld + k0;
+            for (int k = 0; k < kn; k++) d[(size_t)k * R] = alpha * src[k];
         }
     }
+}
+
+/* Packs row panels [p0, p1) of alpha * op(A), each (K, MR). */
+static void pack_a_panels(float *ap, int MR, int p0, int p1, int trans_a, int M, int K, float alpha, const float *A,
+                          int lda) {
+    for (int p = p0; p < p1; p++) pack_panel(ap + (size_t)p * K * MR, MR, p * MR, M, K, trans_a, alpha, A, lda);
 }
 
 void nc_sgemm_pack_a(nc_cpu_isa isa, float *ap, int trans_a, int M, int K, float alpha, const float *A, int lda) {
@@ -294,32 +297,8 @@ void nc_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const 
 #pragma omp for schedule(static)
         for (int p = 0; p < mp; p++) pack_a_panels(ap, MR, p, p + 1, trans_a, M, K, alpha, A, lda);
 #pragma omp for schedule(static)
-        for (int g = 0; g < np; g++) {
-            float *dst = bp + (size_t)g * K * V; /* (K, V), zero beyond column N */
-            const int cols = N - g * V < V ? N - g * V : V;
-            if (!trans_b) { /* a row of B gives a row of the panel */
-                for (int k = 0; k < K; k++) {
-                    const float *src = B + (size_t)k * ldb + (size_t)g * V;
-                    float *d = dst + (size_t)k * V;
-                    for (int j = 0; j < cols; j++) d[j] = src[j];
-                    for (int j = cols; j < V; j++) d[j] = 0.0f;
-                }
-                continue;
-            }
-            /* op(B)[k][col] = B[col][k]: B's rows along k, PACK_KB steps at a time (as pack_a_panels). */
-            for (int k0 = 0; k0 < K; k0 += PACK_KB) {
-                const int kn = K - k0 < PACK_KB ? K - k0 : PACK_KB;
-                for (int j = 0; j < V; j++) {
-                    float *d = dst + (size_t)k0 * V + j;
-                    if (j >= cols) {
-                        for (int k = 0; k < kn; k++) d[(size_t)k * V] = 0.0f;
-                        continue;
-                    }
-                    const float *src = B + (size_t)(g * V + j) * ldb + k0;
-                    for (int k = 0; k < kn; k++) d[(size_t)k * V] = src[k];
-                }
-            }
-        }
+        for (int g = 0; g < np; g++) /* panel g: op(B)'s columns g V .. g V + V - 1, (K, V), zero past column N */
+            pack_panel(bp + (size_t)g * K * V, V, g * V, N, K, !trans_b, 1.0f, B, ldb);
         for (int k0 = 0; k0 < K; k0 += KC) {
             const int kc = K - k0 < KC ? K - k0 : KC;
             /* Threads split the tiles, so each writes its own; the implied barrier ends the k-block. Consecutive
