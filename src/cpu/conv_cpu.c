@@ -28,6 +28,7 @@ void nc_conv_choose_tile(nc_conv_desc *d, nc_cpu_isa isa) {
     d->tm = d->tw = 1;
     if (isa == NC_ISA_SCALAR) return;
     double best = 0.0;
+    const int spill = d->family == NC_CONV_DIRECT && isa == NC_ISA_AVX2 ? 14 : 30;
     for (int tm = 1; tm <= 8 && tm <= d->M; tm++)
         for (int tw = 1; tw <= 12 && tw <= d->Wn; tw++) {
             if (!(isa == NC_ISA_AVX512 ? nc_conv_tile_ok_avx512(tm, tw) : nc_conv_tile_ok_avx2(tm, tw))) continue;
@@ -36,7 +37,6 @@ void nc_conv_choose_tile(nc_conv_desc *d, nc_cpu_isa isa) {
             if (d->family == NC_CONV_IGEMM && tw > 4) continue;
             /* Whole tiles, the last of each row and channel range moved back to overlap the one before. */
             const double tiles = (double)((d->M + tm - 1) / tm) * (double)((d->Wn + tw - 1) / tw);
-            const int spill = d->family == NC_CONV_DIRECT && isa == NC_ISA_AVX2 ? 14 : 30;
             const double cost = tiles * tap_cycles(tm, tw, spill);
             if (best == 0.0 || cost < best) {
                 best = cost;

@@ -40,6 +40,9 @@ extern "C" {
 
 /* Float lanes of the portable C path (a group of images it processes together). */
 #define NC_SCALAR_LANES 4
+/* Those lanes as one vector of GCC's vector extension (SSE on baseline x86-64): each operation is every lane's own,
+ * a multiply and an add apart, as the reference does them; the portable GEMM and convolution work on it. */
+typedef float nc_scalar_vec __attribute__((vector_size(NC_SCALAR_LANES * sizeof(float))));
 
 enum { NC_CONV_DIRECT = 1, NC_CONV_IGEMM = 2 };
 

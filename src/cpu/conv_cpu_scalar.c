@@ -25,9 +25,6 @@ void nc_act_scalar(int kind, float *y, const float *x, size_t n) {
     for (size_t i = 0; i < n; i++) y[i] = act1(kind, x[i]);
 }
 
-/* SV lanes as one vector (GCC's vector extension: SSE on baseline x86-64), for a multiply and an add per lane. */
-typedef float sv4 __attribute__((vector_size(SV * sizeof(float))));
-
 /* Columns of a conv row summed at once: independent sums, so that the adds do not wait on each other. One column at a
  * time, each tap's add waited for the one before, at 11-17% of the path's peak (session 69). */
 #define COLS 8
@@ -37,8 +34,8 @@ typedef float sv4 __attribute__((vector_size(SV * sizeof(float))));
 static inline __attribute__((always_inline)) void conv_cols(const nc_conv_desc *d, float *band, const float *x,
                                                             const float *k, int h, int w0, const int n) {
     const int K = d->K;
-    sv4 acc[COLS];
-    for (int j = 0; j < n; j++) acc[j] = (sv4){0};
+    nc_scalar_vec acc[COLS];
+    for (int j = 0; j < n; j++) acc[j] = (nc_scalar_vec){0};
     for (int c = 0; c < d->C; c++)
         for (int p = 0; p < K; p++) {
             const float *xr = x + (((size_t)c * d->H + h + p) * d->W + w0) * SV; /* row h+p from column w0 */
@@ -46,7 +43,7 @@ static inline __attribute__((always_inline)) void conv_cols(const nc_conv_desc *
             for (int q = 0; q < K; q++) {
                 const float kq = kr[q];
                 for (int j = 0; j < n; j++) {
-                    sv4 xv;
+                    nc_scalar_vec xv;
                     memcpy(&xv, xr + (size_t)(q + j) * SV, sizeof xv);
                     acc[j] += xv * kq;
                 }

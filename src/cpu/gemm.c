@@ -45,23 +45,23 @@ typedef void (*ukernel_fn)(int kc, const float *a, const float *b0, const float 
 
 #define SCALAR_MR 4
 #define SV NC_SCALAR_LANES
+/* The largest tile of any micro-kernel, (MR, 2V): AVX-512's 14 x 32 (block's edge buffer). */
+#define TILE_MAX (14 * 2 * 16)
 
-/* Its vectors of SV lanes by GCC's vector extension (SSE on baseline x86-64): a multiply and an add per lane, as the
- * reference does, one row's broadcast a step. Written with arrays of floats, GCC had vectorised this loop along k with
- * shuffles and spills, at 18% of the portable path's peak (session 69). */
-typedef float sv4 __attribute__((vector_size(SV * sizeof(float))));
-
+/* On nc_scalar_vec: a multiply and an add per lane, as the reference does, one row's broadcast a step. Written with
+ * arrays of floats, GCC had vectorised this loop along k with shuffles and spills, at 18% of the portable path's peak
+ * (session 69). */
 static void ukernel_scalar(int kc, const float *a, const float *b0, const float *b1, float *c0, float *c1, size_t ldc) {
-    sv4 acc0[SCALAR_MR], acc1[SCALAR_MR];
+    nc_scalar_vec acc0[SCALAR_MR], acc1[SCALAR_MR];
     for (int i = 0; i < SCALAR_MR; i++) {
-        memcpy(&acc0[i], c0 + i * ldc, sizeof(sv4));
-        memcpy(&acc1[i], c1 + i * ldc, sizeof(sv4));
+        memcpy(&acc0[i], c0 + i * ldc, sizeof(nc_scalar_vec));
+        memcpy(&acc1[i], c1 + i * ldc, sizeof(nc_scalar_vec));
     }
     /* Two steps of k a pass: one step's loop (121 bytes) ran 5-7% slower when the linker put it at a 64-byte boundary
      * than at one plus 32 (the 2017 dense layer, 830-845 ms against 875-898); two steps' ran at 829-856 at both. */
 #pragma GCC unroll 2
     for (int k = 0; k < kc; k++) {
-        sv4 x0, x1;
+        nc_scalar_vec x0, x1;
         memcpy(&x0, b0 + (size_t)k * SV, sizeof x0);
         memcpy(&x1, b1 + (size_t)k * SV, sizeof x1);
 #pragma GCC unroll 4
@@ -72,8 +72,8 @@ static void ukernel_scalar(int kc, const float *a, const float *b0, const float 
         }
     }
     for (int i = 0; i < SCALAR_MR; i++) {
-        memcpy(c0 + i * ldc, &acc0[i], sizeof(sv4));
-        memcpy(c1 + i * ldc, &acc1[i], sizeof(sv4));
+        memcpy(c0 + i * ldc, &acc0[i], sizeof(nc_scalar_vec));
+        memcpy(c1 + i * ldc, &acc1[i], sizeof(nc_scalar_vec));
     }
 }
 
@@ -212,11 +212,23 @@ typedef struct {
     int ncols;
 } c_layout;
 
+/* Copies the valid part (rows x cols) of a C tile between C, at c0, and edge, (MR, 2V) at row stride 2V: into edge
+ * (to_c 0) or back (to_c 1), a panel's row at a time (panel h holds columns h V .. h V + n - 1). */
+static void edge_copy(float *edge, float *c0, const c_layout *c, int rows, int cols, int V, int to_c) {
+    for (int h = 0; h < 2; h++) {
+        const int n = cols - h * V < V ? cols - h * V : V;
+        for (int i = 0; n > 0 && i < rows; i++) {
+            float *e = edge + i * 2 * V + h * V, *t = c0 + (size_t)i * c->crs + (size_t)h * c->cps;
+            memcpy(to_c ? t : e, to_c ? e : t, n * sizeof(float));
+        }
+    }
+}
+
 /* One k-block of the tiles of panel pairs [g0, g1) (g0 even) and rows [i_lo, i_hi):
  * C += A[:, k0:k0+kc] B[k0:k0+kc, :] there. B's panels are at stride bs floats. */
 static void block(ukernel_fn uk, int MR, int V, int M, int K, const float *ap, int np, const float *bp, size_t bs,
                   const c_layout *c, int k0, int kc, int g0, int g1, int i_lo, int i_hi) {
-    float edge[14 * 2 * 16]; /* (MR, 2V) for tiles that overhang M or the valid columns */
+    float edge[TILE_MAX]; /* (MR, 2V) for tiles that overhang M or the valid columns */
     for (int g = g0; g < g1; g += 2) {
         const float *b0 = bp + (size_t)g * bs + (size_t)k0 * V;
         const float *b1 = g + 1 < np ? b0 + bs : b0; /* an odd last panel pairs with itself; its copy is dropped */
@@ -229,19 +241,10 @@ static void block(ukernel_fn uk, int MR, int V, int M, int K, const float *ap, i
                 uk(kc, a, b0, b1, c0, c0 + c->cps, c->crs);
                 continue;
             }
-            /* The tile's valid part in and out a panel's row at a time: panel h holds columns h V .. h V + n - 1. */
             memset(edge, 0, sizeof edge);
-            for (int h = 0; h < 2; h++) {
-                const int n = cols - h * V < V ? cols - h * V : V;
-                for (int i = 0; n > 0 && i < rows; i++)
-                    memcpy(edge + i * 2 * V + h * V, c0 + (size_t)i * c->crs + (size_t)h * c->cps, n * sizeof(float));
-            }
+            edge_copy(edge, c0, c, rows, cols, V, 0);
             uk(kc, a, b0, b1, edge, edge + V, 2 * (size_t)V);
-            for (int h = 0; h < 2; h++) {
-                const int n = cols - h * V < V ? cols - h * V : V;
-                for (int i = 0; n > 0 && i < rows; i++)
-                    memcpy(c0 + (size_t)i * c->crs + (size_t)h * c->cps, edge + i * 2 * V + h * V, n * sizeof(float));
-            }
+            edge_copy(edge, c0, c, rows, cols, V, 1);
         }
     }
 }

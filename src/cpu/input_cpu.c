@@ -138,9 +138,7 @@ static inline __attribute__((always_inline)) void input_group(const int V, float
                 /* The portable path, a lane at a time: baseline x86-64 has no compares of doubles into 64-bit
                  * masks, and the vector code below ran 6 times slower there. */
                 if (V == NC_SCALAR_LANES) {
-                    for (int v = 0; v < V; v++) {
-                        /* nc_resize_u8 starts from t = 0.0 and adds the first term: the same as taking it, as no term
-                         * is -0 (values and weights are >= +0). */
+                    for (int v = 0; v < V; v++) { /* RESIZE_SUMS's operations, a lane at a time */
                         double t = a0[v] * cx.w0;
                         t += a1[v] * cx.w1;
                         t += b0[v] * cx.w0;

@@ -10,8 +10,9 @@
  * the tolerance: AVX2 and AVX-512 agree bit for bit (they do the same operations per image), the portable path
  * equals cpu-ref bit for bit (it does the reference's operations in its order: the check fails with a kernel's taps or
  * k taken in another order, session 69), results do not depend on the chunk size or the thread count, and
- * predictions equal cpu-ref's wherever the reference's top two outputs are not within 1e-5 of each other. The input (op 0: resize and scaling, V images at once) is held to nc_resize_u8
- * and nc_scale_pixel bit for bit, on made-up images and on every Fashion-MNIST test image at the course's sizes.
+ * predictions equal cpu-ref's wherever the reference's top two outputs are not within 1e-5 of each other. The input
+ * (op 0: resize and scaling, V images at once) is held to nc_resize_u8 and nc_scale_pixel bit for bit, on made-up
+ * images and on every Fashion-MNIST test image at the course's sizes.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
