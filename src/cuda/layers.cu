@@ -545,6 +545,7 @@ __device__ static nc_resize_tap resize_axis_tap(int o, double zoom, int n) {
     t.w1 = __dadd_rn(1.0, -t.w0);
     t.i0 = (int)start;
     t.i1 = t.i0 + 1;
+    t.pair = min(max(t.i1, 0), n);
     if (t.i0 < 0 || t.i0 >= n) {
         t.i0 = t.i0 < 0 ? 0 : n - 1;
         t.w0 = 0.0;
@@ -556,115 +557,250 @@ __device__ static nc_resize_tap resize_axis_tap(int o, double zoom, int n) {
     return t;
 }
 
-/* (v / 256.0 * wy) * wx, as the CPU rounds it, from p = v / 256.0: exact, and the same number as v * 2^-8. */
-__device__ static double resize_term(double p, double wy, double wx) {
-    return __dmul_rn(__dmul_rn(p, wy), wx);
-}
-
 /* The float each uint8 pixel becomes (nc_scale_pixel, tabulated on the host so that the bits are the CPU's). */
 struct scale_lut {
     float v[256];
 };
 
-/* Rows of an image whose taps a block holds at once. */
-#define RESIZE_ROWS 256
-/* Pixels of the largest image whose values a block holds in shared memory, as doubles (32 KB). */
-#define RESIZE_SV_PIXELS 4096
+/* What a resize kernel writes: bytes (nc_cuda_resize_u8, for the tests), or the model's floats: the byte itself (raw
+ * scaling: (float)p, nc_scale_value's) or through the table (unit, norm). */
+enum { RESIZE_U8, RESIZE_RAW, RESIZE_LUT };
 
-/* One block per image, its threads CT columns by RL lanes of rows (blockDim.x = CT RL). First the image's min and
- * max (the clip range) and, SV, its pixels / 256 as doubles into shared memory (else each term reads its byte and
- * converts it); then its S x S outputs, RESIZE_ROWS rows at a time, their taps computed once into shared memory: a
- * thread computes its column's taps once a batch of rows and walks down the rows of its lane. zoom_y and zoom_x are
- * h / S and w / S as the host rounds them. An output pixel's terms are added in nc_resize_u8's order; it starts its
- * sum from 0.0 and adds the first term, the same as taking it, as no term is -0 (pixels and weights are >= +0).
- * Writes uint8 (dst8, for the tests) or the scaled floats (dstf): a warp's stores run along a row.
- * Until session 67 each thread computed an output pixel alone: its two taps (two divisions for the zooms) and its
- * four terms from the image's bytes (a division each). On the 2020 network (10000 images to 86 x 86, H200) the
- * resize took 0.43 ms of its 1.82 and takes 0.21 of 1.61 (`nanoconv profile`'s sum of the kernel's launches; the
- * networks' times with the old layers.cu preloaded, in the same call: docs/PERFORMANCE-LOG.md, 2026-11-29 05:51). */
-template <bool SV>
+/* An output pixel from its taps' terms in nc_resize_u8's order, everything 256 times nc_resize_u8's: the pixels are
+ * the bytes v, not v / 256, which scales every product and sum by 2^8 exactly (no term comes near the ends of the
+ * double range), so that t is 256 times nc_resize_u8's sum, bit for bit. nc_resize_u8 clips its sum to the image's
+ * [lo8, hi8] / 256 and truncates 256 times that; as lo8 and hi8 are whole numbers, that is t truncated (t >= 0) and
+ * clamped to [lo8, hi8]. The sum starts from the first term, as nc_resize_u8's 0.0 + term does (no term is -0). */
+__device__ __forceinline__ int resize_pixel(double a0, double a1, double b0, double b1, double wy0, double wy1,
+                                            double wx0, double wx1, int lo8, int hi8) {
+    double t = __dmul_rn(__dmul_rn(a0, wy0), wx0);
+    t = __dadd_rn(t, __dmul_rn(__dmul_rn(a1, wy0), wx1));
+    t = __dadd_rn(t, __dmul_rn(__dmul_rn(b0, wy1), wx0));
+    t = __dadd_rn(t, __dmul_rn(__dmul_rn(b1, wy1), wx1));
+    return min(max(__double2int_rz(t), lo8), hi8);
+}
+
+/* Output pixel v to y8 (RESIZE_U8) or to yf, as the model's float. */
+template <int OUT> __device__ __forceinline__ void resize_store(uint8_t *y8, float *yf, int v, const float *lut) {
+    if (OUT == RESIZE_U8)
+        *y8 = (uint8_t)v;
+    else
+        *yf = OUT == RESIZE_RAW ? (float)v : lut[v];
+}
+
+/* The most output rows resize_pairs_kernel takes: their taps are among its parameters, which with the table must stay
+ * under 4 KB. */
+#define RESIZE_PAIRS_ROWS 120
+/* The most shared memory resize_pairs_kernel takes (what a block may have without asking); larger images go to
+ * resize_kernel. */
+#define RESIZE_PAIRS_SMEM (48 * 1024)
+
+/* The output rows' taps, as kernel parameters: in the constant bank, where a warp's lanes, all on one row, read them
+ * at once (from shared memory a warp's 16-byte load of one address takes four wavefronts, one a quarter warp). */
+struct resize_rows {
+    double w[RESIZE_PAIRS_ROWS][2]; /* row o's weights, wy0 and wy1 */
+    int pair[RESIZE_PAIRS_ROWS];    /* the index in P's pairs of pair 0 of its first tap's row */
+};
+static_assert(sizeof(resize_rows) + sizeof(scale_lut) + 128 <= 4096, "resize_pairs_kernel's parameters within 4 KB");
+
+/* The resize of images whose pairs fit in shared memory and S <= RESIZE_PAIRS_ROWS (the test set's 28 x 28 to every
+ * size of the course). A block takes images b = blockIdx.x, + gridDim.x, ... (as many blocks as the device holds).
+ * Each image: its bytes (copied by cp.async behind the image before, where `aligned`: images 16-byte aligned and h w
+ * a multiple of 16; else read from global memory when needed) as doubles into P, the image with a border of zeros
+ * (h + 2 rows of w + 2), held as pairs (P[r][k], P[r][k + 1]), so that an output pixel's four taps are two 16-byte
+ * loads (the taps nc_resize_u8 clamps have weight 0, and so do their terms here: a zero of the border, or the
+ * weight); its [min, max], by warp reductions; then its S x S outputs. A thread takes an output column ox and a band
+ * of BR rows: its column's taps in registers, each row's from the parameters; a warp's lanes are on one row (or two,
+ * across bands), their stores along it. The block's threads are RL bands of S columns rounded up to whole warps,
+ * which reduce [min, max] whole. Held to 40 registers (three blocks of 512 threads an SM).
+ * Measured (H200, the 2020 network's three launches, `nanoconv profile`; docs/PERFORMANCE-LOG.md, "Calls of 2026-11-29
+ * 12:14-12:38"):
+ * session 67's kernel (an image a block, its taps made per image; an output's four pixels and its row's taps from
+ * shared memory, 8-byte loads; the image's bytes waited for before its outputs) 201 us; this one with the two pairs
+ * reloaded only where a row's first tap moves to another input row, 166 us, then its image's bytes copied behind the
+ * image before, 158 (ncu: 40 instructions a warp and pixel, 59% of the issue slots busy; the reload's branch kept
+ * each pixel's double arithmetic from overlapping the next's); the pairs loaded for every row, 177, and held to 40
+ * registers, 141 (the committed kernel); the reload predicated instead of branched, 147-153; two or four adjacent
+ * columns a thread, 149-430. */
+template <int OUT>
+__global__ void __launch_bounds__(512, 3)
+    resize_pairs_kernel(uint8_t *dst8, float *dstf, scale_lut lut, const resize_rows rows, const uint8_t *images, int B,
+                        int h, int w, int S, double zoom_x, int RL, int aligned) {
+    extern __shared__ double2 pairs[]; /* P as (h + 2, w + 1) pairs; aligned: two images' bytes; LUT: the table */
+    const int WP = w + 1, HW = h * w, XB = (HW + 15) / 16 * 16;
+    uint8_t *raw = (uint8_t *)(pairs + (h + 2) * WP);      /* aligned: (2, XB), the images of either parity */
+    float *slut = (float *)(raw + (aligned ? 2 * XB : 0)); /* LUT: (256) */
+    __shared__ int lohi[2][2]; /* an image's [min, max]: images of either parity, so that one barrier does */
+    const int tid = (int)threadIdx.x, nt = (int)blockDim.x;
+    /* Image b's bytes into dst, by cp.async (aligned); a group committed either way. */
+    auto stage = [&](int b, uint8_t *dst) {
+        if (aligned && b < B)
+            for (int i = tid; i < HW / 16; i += nt) nc_cp_async16(dst + 16 * i, images + (size_t)b * HW + 16 * i, 16);
+        asm volatile("cp.async.commit_group;" ::: "memory");
+    };
+    stage((int)blockIdx.x, raw);
+    for (int i = tid; i < (h + 2) * WP; i += nt) pairs[i] = make_double2(0.0, 0.0); /* the border stays zero */
+    if (OUT == RESIZE_LUT)
+        for (int i = tid; i < 256; i += nt) slut[i] = lut.v[i];
+    if (tid < 2) lohi[tid][0] = 255, lohi[tid][1] = 0;
+    const int BR = (S + RL - 1) / RL, ox = tid % S, r_begin = tid / S * BR, r_end = min(S, r_begin + BR);
+    const nc_resize_tap cx = resize_axis_tap(ox, zoom_x, w);
+    const double2 *pc = pairs + cx.pair; /* the column's pair in P's row 0 */
+    /* The pixels a thread stages: i = tid, + nt, ..., at row r and column c. */
+    const int sr = tid / w, sc = tid % w, dr = nt / w, dc = nt % w;
+    for (int b = (int)blockIdx.x, par = 0; b < B; b += (int)gridDim.x, par ^= 1) {
+        asm volatile("cp.async.wait_group 0;" ::: "memory");
+        __syncthreads(); /* image b's bytes copied (aligned); P free */
+        stage(b + (int)gridDim.x, raw + (par ^ 1) * XB);
+        const uint8_t *src = aligned ? raw + par * XB : images + (size_t)b * HW; /* (h, w) */
+        int lo = 255, hi = 0;
+        for (int i = tid, r = sr, c = sc; i < HW; i += nt) {
+            const int v = src[i];
+            lo = min(lo, v), hi = max(hi, v);
+            double *row = (double *)(pairs + (r + 1) * WP); /* P's row r + 1 */
+            row[2 * (c + 1)] = (double)v;                   /* P[r + 1][c + 1]: pair c + 1's first */
+            row[2 * c + 1] = (double)v;                     /* and pair c's second */
+            c += dc, r += dr;
+            if (c >= w) c -= w, r++;
+        }
+        lo = (int)__reduce_min_sync(0xffffffffu, (unsigned)lo);
+        hi = (int)__reduce_max_sync(0xffffffffu, (unsigned)hi);
+        if ((tid & 31) == 0) atomicMin(&lohi[par][0], lo), atomicMax(&lohi[par][1], hi);
+        __syncthreads(); /* P and [min, max] hold image b */
+        const int lo8 = lohi[par][0], hi8 = lohi[par][1];
+        if (tid == 0) lohi[par ^ 1][0] = 255, lohi[par ^ 1][1] = 0; /* the next image's: read before this barrier */
+        const size_t o = ((size_t)b * S + min(r_begin, S - 1)) * S + ox; /* (r_begin, ox) where the band has rows */
+        uint8_t *y8 = OUT == RESIZE_U8 ? dst8 + o : NULL;
+        float *yf = OUT == RESIZE_U8 ? NULL : dstf + o;
+        for (int r = r_begin; r < r_end; r++) {
+            const double2 a = pc[rows.pair[r]], c = pc[rows.pair[r] + WP]; /* the pairs of the row's two taps */
+            resize_store<OUT>(
+                y8, yf, resize_pixel(a.x, a.y, c.x, c.y, rows.w[r][0], rows.w[r][1], cx.w0, cx.w1, lo8, hi8), slut);
+            if (OUT == RESIZE_U8)
+                y8 += S;
+            else
+                yf += S;
+        }
+    }
+    asm volatile("cp.async.wait_group 0;" ::: "memory"); /* no copy in flight at the block's end */
+}
+
+/* Rows of an image whose taps a block of resize_kernel holds at once. */
+#define RESIZE_ROWS 256
+
+/* The resize of any other images (more pixels than resize_pairs_kernel holds, or S > RESIZE_PAIRS_ROWS): a block an
+ * image, its threads CT columns by RL lanes of rows (blockDim.x = CT RL), its bytes read from global memory. First
+ * the image's min and max; then its S x S outputs, RESIZE_ROWS rows at a time, their taps computed once into shared
+ * memory: a thread computes its column's taps once a batch of rows and walks down the rows of its lane. */
+template <int OUT>
 __global__ void __launch_bounds__(512) resize_kernel(uint8_t *dst8, float *dstf, scale_lut lut, const uint8_t *images,
                                                      int h, int w, int S, double zoom_y, double zoom_x, int CT) {
     __shared__ int lo8, hi8;
     __shared__ float slut[256];
-    __shared__ nc_resize_tap rows[RESIZE_ROWS]; /* i0 and i1 as the offsets of their rows (PX a pixel) */
-    extern __shared__ double sv[];              /* SV: (h, w) */
+    __shared__ nc_resize_tap rows[RESIZE_ROWS]; /* i0 and i1 as the offsets of their rows */
     const int tid = (int)threadIdx.x, nt = (int)blockDim.x, RL = nt / CT;
     const uint8_t *src = images + (size_t)blockIdx.x * h * w; // (h, w)
     if (tid == 0) {
         lo8 = 255;
         hi8 = 0;
     }
-    for (int i = tid; i < 256; i += nt) slut[i] = lut.v[i];
+    if (OUT == RESIZE_LUT)
+        for (int i = tid; i < 256; i += nt) slut[i] = lut.v[i];
     __syncthreads();
     int lo = 255, hi = 0;
     for (int i = tid; i < h * w; i += nt) {
         const int v = src[i];
         lo = min(lo, v);
         hi = max(hi, v);
-        if (SV) sv[i] = __dmul_rn((double)v, 0x1p-8);
     }
     atomicMin(&lo8, lo);
     atomicMax(&hi8, hi);
     __syncthreads();
-    const double dlo = __dmul_rn((double)lo8, 0x1p-8), dhi = __dmul_rn((double)hi8, 0x1p-8); /* / 256, exact */
-    /* A pixel / 256 at an offset: in bytes from sv (SV), else in pixels from src. */
-    constexpr int PX = SV ? (int)sizeof(double) : 1;
-    auto pixel = [&](int off) {
-        return SV ? *(const double *)((const char *)sv + off) : __dmul_rn((double)__ldg(src + off), 0x1p-8);
-    };
     for (int r0 = 0; r0 < S; r0 += RESIZE_ROWS) {
         const int nr = min(RESIZE_ROWS, S - r0);
         __syncthreads(); /* the batch before is done with rows */
         for (int i = tid; i < nr; i += nt) {
             nc_resize_tap t = resize_axis_tap(r0 + i, zoom_y, h);
-            t.i0 *= w * PX, t.i1 *= w * PX;
+            t.i0 *= w, t.i1 *= w;
             rows[i] = t;
         }
         __syncthreads();
         for (int c0 = 0; c0 < S; c0 += CT) {
             const int ox = c0 + tid % CT;
             if (ox >= S) continue;
-            nc_resize_tap cx = resize_axis_tap(ox, zoom_x, w);
-            cx.i0 *= PX, cx.i1 *= PX;
+            const nc_resize_tap cx = resize_axis_tap(ox, zoom_x, w);
             /* The thread's outputs: (r0 + r, ox) for r = tid / CT, + RL, ... */
-            const size_t o = ((size_t)blockIdx.x * S + r0 + tid / CT) * S + ox, step = (size_t)RL * S;
-            uint8_t *y8 = dst8 ? dst8 + o : NULL;
-            float *yf = dstf ? dstf + o : NULL;
+            const size_t o = ((size_t)blockIdx.x * S + r0 + tid / CT) * S + ox;
+            uint8_t *y8 = OUT == RESIZE_U8 ? dst8 + o : NULL;
+            float *yf = OUT == RESIZE_U8 ? NULL : dstf + o;
             for (int r = tid / CT; r < nr; r += RL) {
                 const nc_resize_tap ry = rows[r];
-                double t = resize_term(pixel(ry.i0 + cx.i0), ry.w0, cx.w0);
-                t = __dadd_rn(t, resize_term(pixel(ry.i0 + cx.i1), ry.w0, cx.w1));
-                t = __dadd_rn(t, resize_term(pixel(ry.i1 + cx.i0), ry.w1, cx.w0));
-                t = __dadd_rn(t, resize_term(pixel(ry.i1 + cx.i1), ry.w1, cx.w1));
-                t = t < dlo ? dlo : t;
-                t = t > dhi ? dhi : t;
-                const unsigned v = __double2uint_rz(__dmul_rn(t, 256.0)); /* 0..255, truncated as by the cast */
-                if (y8) {
-                    *y8 = (uint8_t)v;
-                    y8 += step;
-                } else {
-                    *yf = slut[v];
-                    yf += step;
-                }
+                auto v = [&](int off) { return (double)__ldg(src + off); };
+                resize_store<OUT>(y8, yf,
+                                  resize_pixel(v(ry.i0 + cx.i0), v(ry.i0 + cx.i1), v(ry.i1 + cx.i0), v(ry.i1 + cx.i1),
+                                               ry.w0, ry.w1, cx.w0, cx.w1, lo8, hi8),
+                                  slut);
+                if (OUT == RESIZE_U8)
+                    y8 += (size_t)RL * S;
+                else
+                    yf += (size_t)RL * S;
             }
         }
     }
 }
 
-/* resize_kernel's launch: CT = min(S, 256) columns by enough lanes of rows to take 256 threads or more (510 at most,
- * at S = 255: the kernel's launch bounds); the image's
- * pixels in shared memory where they fit. */
-static void resize_launch(uint8_t *dst8, float *dstf, const scale_lut &lut, const uint8_t *images, int B, int h, int w,
-                          int S, cudaStream_t stream) {
-    const int CT = S < 256 ? S : 256, RL = (256 + CT - 1) / CT;
+/* The blocks of a resize_pairs_kernel the device holds at once, asked of the runtime once a device and block shape,
+ * not at every launch (a slot a device: sessions on several GPUs run a host thread each). The grid's size never
+ * decides a result, only how the images are shared out. */
+template <int OUT> static int resize_pairs_blocks(int threads, size_t smem, int *blocks, nc_error *err) {
+    static struct {
+        int threads, blocks;
+        size_t smem;
+    } fit[NC_MAX_DEVICES];
+    int device = 0;
+    CUDA_RET(cudaGetDevice(&device));
+    if (device < NC_MAX_DEVICES && fit[device].threads == threads && fit[device].smem == smem) {
+        *blocks = fit[device].blocks;
+        return NC_OK;
+    }
+    int sms = 0, per_sm = 0;
+    CUDA_RET(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    CUDA_RET(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, resize_pairs_kernel<OUT>, threads, smem));
+    *blocks = sms * (per_sm < 1 ? 1 : per_sm);
+    if (device < NC_MAX_DEVICES) fit[device].threads = threads, fit[device].smem = smem, fit[device].blocks = *blocks;
+    return NC_OK;
+}
+
+/* The resize of B images of h x w to S x S, into dst8 (OUT = RESIZE_U8) or dstf. resize_pairs_kernel where S is at
+ * most RESIZE_PAIRS_ROWS and its shared memory at most RESIZE_PAIRS_SMEM, in RL = 384 / S bands of rows (at least 1,
+ * at most S: 4 at the course's 86, 5 at 70 and 72, 6 at 64, 8 at 48); else resize_kernel, CT = min(S, 256) columns
+ * by enough lanes of rows to take 256 threads or more (510 at most, at S = 255: its launch bounds). */
+template <int OUT>
+static int resize_launch(uint8_t *dst8, float *dstf, const scale_lut &lut, const uint8_t *images, int B, int h, int w,
+                         int S, cudaStream_t stream, nc_error *err) {
     const double zy = (double)h / (double)S, zx = (double)w / (double)S;
-    if ((size_t)h * w <= RESIZE_SV_PIXELS)
-        resize_kernel<true><<<(unsigned)B, (unsigned)(CT * RL), (size_t)h * w * sizeof(double), stream>>>(
-            dst8, dstf, lut, images, h, w, S, zy, zx, CT);
-    else
-        resize_kernel<false>
+    const int aligned = (uintptr_t)images % 16 == 0 && h * w % 16 == 0;
+    const size_t smem = (size_t)(h + 2) * (w + 1) * sizeof(double2) + (aligned ? 2 * (size_t)h * w : 0) +
+                        (OUT == RESIZE_LUT ? sizeof lut.v : 0);
+    if (S <= RESIZE_PAIRS_ROWS && smem <= RESIZE_PAIRS_SMEM) {
+        resize_rows rows;
+        for (int o = 0; o < S; o++) {
+            const nc_resize_tap t = nc_resize_axis_tap(o, zy, h);
+            rows.w[o][0] = t.w0, rows.w[o][1] = t.w1;
+            rows.pair[o] = t.pair * (w + 1);
+        }
+        const int RL = max(1, min(S, 384 / S)), threads = (RL * S + 31) / 32 * 32;
+        int blocks;
+        const int rc = resize_pairs_blocks<OUT>(threads, smem, &blocks, err);
+        if (rc) return rc;
+        resize_pairs_kernel<OUT><<<(unsigned)min(B, blocks), (unsigned)threads, smem, stream>>>(
+            dst8, dstf, lut, rows, images, B, h, w, S, zx, RL, aligned);
+    } else {
+        const int CT = S < 256 ? S : 256, RL = (256 + CT - 1) / CT;
+        resize_kernel<OUT>
             <<<(unsigned)B, (unsigned)(CT * RL), 0, stream>>>(dst8, dstf, lut, images, h, w, S, zy, zx, CT);
+    }
+    return NC_OK;
 }
 
 /* No resize: scaling alone. x is (n), images is (n). */
@@ -676,7 +812,8 @@ extern "C" int nc_cuda_resize_u8(uint8_t *dst, const uint8_t *src, int B, int h,
                                  nc_error *err) {
     if (B <= 0 || S <= 0 || h <= 0 || w <= 0) return NC_OK;
     const scale_lut none = {};
-    resize_launch(dst, NULL, none, src, B, h, w, S, stream);
+    const int rc = resize_launch<RESIZE_U8>(dst, NULL, none, src, B, h, w, S, stream, err);
+    if (rc) return rc;
     CUDA_LAUNCHED();
     return NC_OK;
 }
@@ -692,7 +829,10 @@ extern "C" int nc_cuda_prepare_input(float *x, const uint8_t *images, int B, int
         scale_kernel<<<ew_blocks(n), EW_THREADS, 0, stream>>>(x, lut, images, n);
     } else {
         /* nc_model_check_input admits only upscaling to a square input. */
-        resize_launch(NULL, x, lut, images, B, h, w, H, stream);
+        const int rc = m->scaling == NC_SCALE_RAW
+                           ? resize_launch<RESIZE_RAW>(NULL, x, lut, images, B, h, w, H, stream, err)
+                           : resize_launch<RESIZE_LUT>(NULL, x, lut, images, B, h, w, H, stream, err);
+        if (rc) return rc;
     }
     CUDA_LAUNCHED();
     return NC_OK;
@@ -700,10 +840,20 @@ extern "C" int nc_cuda_prepare_input(float *x, const uint8_t *images, int B, int
 
 extern "C" int nc_cuda_layers_prepare(nc_error *err) {
     const void *kernels[] = {
-        (const void *)tanh_kernel,       (const void *)relu_kernel,         (const void *)sigmoid_kernel,
-        (const void *)pool_kernel<true>, (const void *)pool_kernel<false>,  (const void *)softmax_kernel,
-        (const void *)argmax_kernel,     (const void *)resize_kernel<true>, (const void *)resize_kernel<false>,
+        (const void *)tanh_kernel,
+        (const void *)relu_kernel,
+        (const void *)sigmoid_kernel,
+        (const void *)pool_kernel<true>,
+        (const void *)pool_kernel<false>,
+        (const void *)softmax_kernel,
+        (const void *)argmax_kernel,
         (const void *)scale_kernel,
+        (const void *)resize_pairs_kernel<RESIZE_U8>,
+        (const void *)resize_pairs_kernel<RESIZE_RAW>,
+        (const void *)resize_pairs_kernel<RESIZE_LUT>,
+        (const void *)resize_kernel<RESIZE_U8>,
+        (const void *)resize_kernel<RESIZE_RAW>,
+        (const void *)resize_kernel<RESIZE_LUT>,
     };
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
         cudaFuncAttributes attr;

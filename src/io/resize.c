@@ -51,6 +51,7 @@ nc_resize_tap nc_resize_axis_tap(int o, double zoom, int n) {
     t.w1 = 1.0 - t.w0;
     t.i0 = (int)start;
     t.i1 = t.i0 + 1;
+    t.pair = t.i1 < 0 ? 0 : t.i1 > n ? n : t.i1;
     if (t.i0 < 0 || t.i0 >= n) {
         t.i0 = t.i0 < 0 ? 0 : n - 1;
         t.w0 = 0.0;

@@ -455,7 +455,10 @@ static void test_resize_data(void) {
 static void test_resize(void) {
     const int sizes[] = {28, 29, 48, 64, 70, 72, 86, 100, 129};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) test_resize_case(40, 28, 28, sizes[i]);
-    test_resize_case(5, 28, 28, 255); /* the largest block: 255 columns by 2 lanes of rows */
+    /* More images than the blocks a GPU holds of resize_pairs_kernel (about four an SM): blocks take several, each
+     * image's bytes copied while the block resizes the one before. */
+    test_resize_case(2000, 28, 28, 48);
+    test_resize_case(5, 28, 28, 255); /* the largest block of resize_kernel: 255 columns by 2 lanes of rows */
     test_resize_case(5, 28, 28, 257); /* more columns than a block's threads, more rows than its taps at once */
     test_resize_case(5, 28, 28, 600);
     test_resize_case(7, 20, 28, 64);    /* non-square images into a square input */
