@@ -1,10 +1,13 @@
 /*
  * The cpu backend's op 0 (input_cpu.h): nc_resize_u8's operations on V images at once.
  *
- * Per lane the operations are nc_resize_u8's, in its order and in double precision: a pixel's value v / 256.0 times
- * its row's weight, times its column's weight, the four terms added in the order y0x0, y0x1, y1x0, y1x1, clipped to
- * the image's [min, max] / 256, times 256, truncated. IEEE arithmetic gives each lane the same bits as the scalar
- * code; what must not happen is a multiply and an add fused into an FMA, so this file is compiled with
+ * Per lane the operations are nc_resize_u8's, in its order and in double precision, everything 256 times its: a
+ * pixel's value v (not v / 256.0) times its row's weight, times its column's weight, the four terms added in the order
+ * y0x0, y0x1, y1x0, y1x1. Scaling by 2^8 commutes with every rounding here (no term comes near the ends of the double
+ * range), so the sum t is 256 times nc_resize_u8's, bit for bit; nc_resize_u8 clips its sum to the image's [min, max]
+ * / 256 and truncates 256 times that, which, min and max being whole numbers, is t truncated and clamped to [min,
+ * max] (the GPU's resize does the same: src/cuda/layers.cu). IEEE arithmetic gives each lane the same bits as the
+ * scalar code; what must not happen is a multiply and an add fused into an FMA, so this file is compiled with
  * -ffp-contract=off (CMakeLists.txt), as resize.c is. The code is written once for any V (4, 8 or 16) and each
  * instruction set's entry point below compiles it for its own vectors; only the output pixels' sums differ: GCC's
  * vector extension on AVX2 and AVX-512 (RESIZE_SUMS), a loop of lanes on the portable path.
@@ -36,24 +39,23 @@ size_t nc_input_ws_bytes(int H, int W, int V) {
  * or eight lanes at a time: left to itself, GCC vectorised that loop in pairs of lanes and stored the bytes one by one
  * (session 68: op 0 36-45% faster on AVX-512 and twice as fast on AVX2; docs/PERFORMANCE.md, "The input"). */
 typedef double v4d __attribute__((vector_size(32)));
-typedef long long v4l __attribute__((vector_size(32)));
 typedef int v4i __attribute__((vector_size(16)));
 typedef unsigned char v16b __attribute__((vector_size(16)));
 typedef unsigned char v4b __attribute__((vector_size(4)));
 typedef double v8d __attribute__((vector_size(64)));
-typedef long long v8l __attribute__((vector_size(64)));
 typedef int v8i __attribute__((vector_size(32)));
 typedef unsigned char v32b __attribute__((vector_size(32)));
 typedef unsigned char v8b __attribute__((vector_size(8)));
 
-/* Output pixel ox's sums for the V lanes, N at a time (vd, vl, vi: N doubles, masks and ints; vb: vi's bytes; vq: N
- * bytes, the low one of each int, whose indices in vb follow), into q's column ox. Expanded inside input_group's loop
- * over the columns, whose locals it reads: a0, a1 (b0, b1), the upper (lower) input row's weighted pixels at column
- * cx's two taps; lo and hi, the lanes' clip ranges. nc_resize_u8 starts from t = 0.0 and adds
- * the first term: the same as taking it, as no term is -0 (values and weights are >= +0). */
-#define RESIZE_SUMS(N, vd, vl, vi, vb, vq, ...)                                                                        \
+/* Output pixel ox's sums for the V lanes, N at a time (vd, vi: N doubles and ints; vb: vi's bytes; vq: N bytes, the
+ * low one of each int, whose indices in vb follow), into q's column ox. Expanded inside input_group's loop over the
+ * columns, whose locals it reads: a0, a1 (b0, b1), the upper (lower) input row's weighted pixels at column cx's two
+ * taps; lo and hi, the lanes' clip ranges. nc_resize_u8 starts from t = 0.0 and adds the first term: the same as
+ * taking it, as no term is -0 (values and weights are >= +0). */
+#define RESIZE_SUMS(N, vd, vi, vb, vq, ...)                                                                            \
     for (int v = 0; v < V; v += N) {                                                                                   \
-        vd p00, p01, p10, p11, l, u;                                                                                   \
+        vd p00, p01, p10, p11;                                                                                         \
+        vi l, u;                                                                                                       \
         __builtin_memcpy(&p00, a0 + v, sizeof p00);                                                                    \
         __builtin_memcpy(&p01, a1 + v, sizeof p01);                                                                    \
         __builtin_memcpy(&p10, b0 + v, sizeof p10);                                                                    \
@@ -64,11 +66,11 @@ typedef unsigned char v8b __attribute__((vector_size(8)));
         t += p01 * cx.w1;                                                                                              \
         t += p10 * cx.w0;                                                                                              \
         t += p11 * cx.w1;                                                                                              \
-        vl below = t < l, above; /* lanes of all ones where true */                                                    \
-        t = (vd)(((vl)l & below) | ((vl)t & ~below));                                                                  \
-        above = t > u;                                                                                                 \
-        t = (vd)(((vl)u & above) | ((vl)t & ~above));                                                                  \
-        const vb b = (vb) __builtin_convertvector(t * 256.0, vi); /* truncated, as by the cast, to 0..255 */           \
+        vi c = __builtin_convertvector(t, vi), below = c < l, above; /* truncated, as by the cast; masks */            \
+        c = (l & below) | (c & ~below);                                                                                \
+        above = c > u;                                                                                                 \
+        c = (u & above) | (c & ~above);                                                                                \
+        const vb b = (vb)c;                                                                                            \
         const vq p = __builtin_shufflevector(b, b, __VA_ARGS__);                                                       \
         __builtin_memcpy(q + (size_t)ox * V + v, &p, sizeof p);                                                        \
     }
@@ -110,9 +112,9 @@ static inline __attribute__((always_inline)) void input_group(const int V, float
         double *restrict s0 = (double *)((char *)ws + pixels_bytes(H, W, V) + row_bytes(W, V)); /* (w, V) */
         double *restrict s1 = s0 + (size_t)w * V;                                               /* (w, V) */
         nc_resize_tap *restrict cols = (nc_resize_tap *)(s1 + (size_t)w * V);                   /* (W) */
-        /* Each image's clip range, [min, max] of its pixels / 256 (resize.c says why). */
+        /* Each image's clip range, [min, max] of its pixels (resize.c says why). */
         uint8_t lo8[16], hi8[16]; /* V <= 16 */
-        double lo[16], hi[16];
+        int lo[16], hi[16];
         for (int v = 0; v < V; v++) lo8[v] = 255, hi8[v] = 0;
         for (size_t j = 0; j < hw; j++)
             for (int v = 0; v < V; v++) {
@@ -120,15 +122,15 @@ static inline __attribute__((always_inline)) void input_group(const int V, float
                 lo8[v] = p < lo8[v] ? p : lo8[v];
                 hi8[v] = p > hi8[v] ? p : hi8[v];
             }
-        for (int v = 0; v < V; v++) lo[v] = lo8[v] / 256.0, hi[v] = hi8[v] / 256.0;
+        for (int v = 0; v < V; v++) lo[v] = lo8[v], hi[v] = hi8[v];
         const double zoom_y = (double)h / (double)H, zoom_x = (double)w / (double)W;
         for (int ox = 0; ox < W; ox++) cols[ox] = nc_resize_axis_tap(ox, zoom_x, w);
         for (int oy = 0; oy < H; oy++) {
             const nc_resize_tap ry = nc_resize_axis_tap(oy, zoom_y, h);
             const uint8_t *r0 = u + (size_t)ry.i0 * w * V, *r1 = u + (size_t)ry.i1 * w * V;
             for (size_t k = 0; k < (size_t)w * V; k++) {
-                s0[k] = r0[k] / 256.0 * ry.w0;
-                s1[k] = r1[k] / 256.0 * ry.w1;
+                s0[k] = r0[k] * ry.w0;
+                s1[k] = r1[k] * ry.w1;
             }
             float *xr = x + (size_t)oy * W * V;
             for (int ox = 0; ox < W; ox++) {
@@ -143,17 +145,18 @@ static inline __attribute__((always_inline)) void input_group(const int V, float
                         t += a1[v] * cx.w1;
                         t += b0[v] * cx.w0;
                         t += b1[v] * cx.w1;
-                        t = t < lo[v] ? lo[v] : t;
-                        t = t > hi[v] ? hi[v] : t;
-                        q[(size_t)ox * V + v] = (uint8_t)(t * 256.0);
+                        int c = (int)t; /* truncated */
+                        c = c < lo[v] ? lo[v] : c;
+                        c = c > hi[v] ? hi[v] : c;
+                        q[(size_t)ox * V + v] = (uint8_t)c;
                     }
                     continue;
                 }
                 /* AVX2 and AVX-512: the same operations, several lanes at a time. */
                 if (V == 16) {
-                    RESIZE_SUMS(8, v8d, v8l, v8i, v32b, v8b, 0, 4, 8, 12, 16, 20, 24, 28)
+                    RESIZE_SUMS(8, v8d, v8i, v32b, v8b, 0, 4, 8, 12, 16, 20, 24, 28)
                 } else {
-                    RESIZE_SUMS(4, v4d, v4l, v4i, v16b, v4b, 0, 4, 8, 12)
+                    RESIZE_SUMS(4, v4d, v4i, v16b, v4b, 0, 4, 8, 12)
                 }
             }
             scale_pixels(xr, q, (size_t)W * V, scaling, mean, sd);

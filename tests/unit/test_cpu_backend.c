@@ -321,8 +321,9 @@ static void test_input(void) {
     const nc_scaling scalings[] = {NC_SCALE_RAW, NC_SCALE_UNIT, NC_SCALE_NORM};
     m.mean = 0.2860f, m.std = 0.3530f;
     /* Made-up images: noise over the whole byte range, noise in [40, 200] (the clip to the image's range lifts the
-     * border), and flat ones; square and not, the course's sizes, the identity, 1 x 1, and wider than
-     * nc_resize_u8's block of 256 columns. */
+     * border), flat ones, and patches of 3 x 3 pixels of one value (there an output's four terms can sum to a whole
+     * number in reals, and the last bit of their double sum decides its truncation); square and not, the course's
+     * sizes, the identity, 1 x 1, and wider than nc_resize_u8's block of 256 columns. */
     static const int shapes[][3] = {{28, 28, 86}, {28, 28, 48}, {28, 28, 28}, {3, 5, 9},
                                     {1, 1, 3},    {5, 4, 5},    {7, 7, 8},    {28, 28, 300}};
     for (int isa = 0; isa < NC_ISA_COUNT; isa++) {
@@ -335,7 +336,11 @@ static void test_input(void) {
             for (int v = 0; v < V; v++)
                 for (int j = 0; j < h * w; j++) {
                     const uint32_t r = next_u32() >> 24;
-                    img[(size_t)v * h * w + j] = (uint8_t)(v % 3 == 0 ? r : v % 3 == 1 ? 40 + r % 161 : 90);
+                    const uint32_t patch = (uint32_t)((j / w / 3 * 7 + j % w / 3 * 13 + v * 29) * 37 % 256);
+                    img[(size_t)v * h * w + j] = (uint8_t)(v % 4 == 3   ? patch
+                                                           : v % 3 == 0 ? r
+                                                           : v % 3 == 1 ? 40 + r % 161
+                                                                        : 90);
                 }
             for (size_t c = 0; c < 3; c++) {
                 m.scaling = scalings[c];
