@@ -34,7 +34,7 @@
  *
  *   7  tc-tf32: m16n8k8 TF32, one MMA per product, the weights rounded to TF32 (10-bit mantissa); float inputs
  *      rounded too. Reduced precision (relative error ~1e-3 of sum |w x|). A fused tanh is tanh.approx.f32
- *      (conv_act.cuh; relative error ~1e-5), as in versions 9 and 10; version 8 keeps tanhf.
+ *      (conv_act.cuh; relative error ~1e-5), as in versions 9 and 10; version 8 keeps the exact versions' nc_tanhf.
  *      nanoconv eval --model M --backend cuda --precision tf32     (or --conv-kernel 7; Op Time's note: "tf32")
  *   8  tc-3xtf32: near-exact (~1e-6 of sum |w x|; not bitwise fp32). Each weight is split into a TF32 high
  *      part and the TF32 rounding of its remainder. uint8 pixels 0..255 are exact in TF32, so on the pixels only

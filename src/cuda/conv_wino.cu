@@ -225,7 +225,7 @@ template <bool UNROLL, int N, int NT, typename F> __device__ __forceinline__ voi
 }
 
 /* The epilogues a kernel is built for: any (act and pool as the kernel's arguments say), or one known at compile
- * time, so that the others' code (16 inlined tanhf among it) does not crowd the instruction cache: tanh then max
+ * time, so that the others' code (16 inlined nc_tanhf among it) does not crowd the instruction cache: tanh then max
  * pooling (the zoo's fused layers), or nothing (a convolution alone). */
 enum { WINO_EPI_ANY, WINO_EPI_TANH_MAX, WINO_EPI_NONE };
 

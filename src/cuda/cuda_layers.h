@@ -158,6 +158,22 @@ int nc_cuda_dense_tc_has_wgmma(int precision, nc_error *err);
  * an error code. Never a function of B: a row's sums are the same whatever B is. */
 int nc_cuda_dense_tc_ksplits(int precision, int IN, nc_error *err);
 
+/* nc_tanhf (src/cuda/conv_act.cuh: the exact versions' tanh and the tanh layer's) run at every stride-th of the 2^32
+ * floats' bit patterns (stride 1: all of them) against tanh in double, CUDA's tanhf beside it: for
+ * tests/gpu/test_gpu_layers.c and the figures in conv_act.cuh. Errors in ulps of the float binade of the double
+ * result; NaNs left out; decreasing and not_odd counted at x >= 0 (x against the next float, and -x). */
+typedef struct {
+    unsigned max_ulp_bits[2];          /* the device's maxima, as the bits of floats (nc_tanhf's, tanhf's) */
+    unsigned long long differ;         /* floats where nc_tanhf's bits are not tanhf's */
+    unsigned long long unbounded;      /* where |nc_tanhf x| > 1 */
+    unsigned long long decreasing;     /* where nc_tanhf(next float) < nc_tanhf x */
+    unsigned long long not_odd;        /* where nc_tanhf(-x) is not -nc_tanhf(x), bit for bit */
+    unsigned long long tanhf_decreasing, tanhf_not_odd;
+    float max_ulp, tanhf_max_ulp;      /* max_ulp_bits as floats, filled on the host */
+} nc_tanh_sweep;
+int nc_cuda_tanh_sweep(nc_tanh_sweep *out, unsigned stride, nc_error *err);
+#define NC_TANHF_MAX_ULP 2.0 /* nc_tanhf's error bound, CUDA's for tanhf */
+
 /* Softmax over each row; y may equal x. y and x are (B, N). */
 int nc_cuda_softmax_forward(float *y, const float *x, int B, int N, cudaStream_t stream, nc_error *err);
 

@@ -4,10 +4,12 @@
  * computes what its src/cpu/ref.c counterpart computes, in fp32 (no reduced
  * precision anywhere). Pooling, argmax, the resize and the scaling give the
  * reference's bits exactly; the others differ from it only by the rounding of
- * the device's tanhf/expf and of fused multiply-adds.
+ * the device's tanh (nc_tanhf, src/cuda/conv_act.cuh) and expf and of fused
+ * multiply-adds.
  */
 #include <math.h>
 
+#include "cuda/conv_act.cuh"
 #include "cuda/cp_async.cuh"
 #include "cuda/cuda_check.h"
 #include "cuda/cuda_layers.h"
@@ -28,7 +30,7 @@ static unsigned ew_blocks(size_t n) {
 /* ----------------------------------------------------------- activations */
 
 __global__ void tanh_kernel(float *y, const float *x, size_t n) {
-    GRID_STRIDE(i, n) y[i] = tanhf(x[i]);
+    GRID_STRIDE(i, n) y[i] = nc_tanhf(x[i]);
 }
 
 __global__ void relu_kernel(float *y, const float *x, size_t n) {
@@ -51,6 +53,69 @@ extern "C" int nc_cuda_activation_forward(nc_layer_kind kind, float *y, const fl
     }
     CUDA_LAUNCHED();
     return NC_OK;
+}
+
+/* nc_tanhf at every float, and CUDA's tanhf beside it (nc_cuda_tanh_sweep): a thread a bit pattern u (every
+ * stride-th), its error in ulps of the float binade of tanh in double (2^-149 at least), and for u's of x >= 0 whether
+ * the next float's tanh is below (decreasing) and whether -x's is not -tanh x's bits (odd). Maxima as the bits of
+ * non-negative floats (ordered as unsigned ints), counts by one atomic a warp. */
+__global__ void tanh_sweep_kernel(nc_tanh_sweep *r, unsigned long long base, unsigned stride) {
+    const unsigned long long v = (base + (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) * stride;
+    const unsigned u = (unsigned)v;
+    const float x = __uint_as_float(u);
+    float e[2] = {0.0f, 0.0f};
+    unsigned long long c[6] = {0, 0, 0, 0, 0, 0}; /* differ, out of [-1, 1], decreasing, not odd, tanhf's two */
+    if (v < (1ull << 32) && x == x) {
+        const float y[2] = {nc_tanhf(x), tanhf(x)};
+        const double t = tanh((double)x);
+        int ex;
+        (void)frexp(t, &ex);
+        const double ulp = ldexp(1.0, ex - 24 < -149 ? -149 : ex - 24);
+        for (int i = 0; i < 2; i++) e[i] = (float)(fabs((double)y[i] - t) / ulp);
+        c[0] = __float_as_uint(y[0]) != __float_as_uint(y[1]);
+        c[1] = !(fabsf(y[0]) <= 1.0f);
+        if (!(u >> 31) && u < 0x7f800000u) {
+            const float xn = __uint_as_float(u + 1);
+            c[2] = nc_tanhf(xn) < y[0];
+            c[3] = __float_as_uint(nc_tanhf(-x)) != (__float_as_uint(y[0]) ^ 0x80000000u);
+            c[4] = tanhf(xn) < y[1];
+            c[5] = __float_as_uint(tanhf(-x)) != (__float_as_uint(y[1]) ^ 0x80000000u);
+        }
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        for (int i = 0; i < 2; i++) e[i] = fmaxf(e[i], __shfl_xor_sync(0xffffffffu, e[i], o));
+        for (int i = 0; i < 6; i++) c[i] += __shfl_xor_sync(0xffffffffu, c[i], o);
+    }
+    if ((threadIdx.x & 31) == 0) {
+        atomicMax(&r->max_ulp_bits[0], __float_as_uint(e[0]));
+        atomicMax(&r->max_ulp_bits[1], __float_as_uint(e[1]));
+        unsigned long long *n[6] = {&r->differ, &r->unbounded, &r->decreasing, &r->not_odd, &r->tanhf_decreasing,
+                                    &r->tanhf_not_odd};
+        for (int i = 0; i < 6; i++)
+            if (c[i]) atomicAdd(n[i], c[i]);
+    }
+}
+
+extern "C" int nc_cuda_tanh_sweep(nc_tanh_sweep *out, unsigned stride, nc_error *err) {
+    if (stride == 0) return nc_fail(err, NC_ERR_ARG, "nc_cuda_tanh_sweep: stride 0");
+    nc_tanh_sweep *d = NULL;
+    int rc = NC_OK;
+    /* A thread a float: launches of at most 2^22 blocks of 256. */
+    const unsigned long long n = ((1ull << 32) + stride - 1) / stride;
+    unsigned long long t;
+    CUDA_TRY(cudaMalloc((void **)&d, sizeof *d));
+    CUDA_TRY(cudaMemset(d, 0, sizeof *d));
+    for (unsigned long long base = 0; base < n; base += 1ull << 30) {
+        t = n - base < (1ull << 30) ? n - base : 1ull << 30;
+        tanh_sweep_kernel<<<(unsigned)((t + 255) / 256), 256>>>(d, base, stride);
+        CUDA_TRY(cudaGetLastError());
+    }
+    CUDA_TRY(cudaMemcpy(out, d, sizeof *out, cudaMemcpyDeviceToHost));
+    memcpy(&out->max_ulp, &out->max_ulp_bits[0], sizeof(float));
+    memcpy(&out->tanhf_max_ulp, &out->max_ulp_bits[1], sizeof(float));
+cleanup:
+    if (d) cudaFree(d);
+    return rc;
 }
 
 /* --------------------------------------------------------------- pooling */

@@ -8,7 +8,8 @@
  *
  * Tolerances, |gpu - ref| <= atol + rtol |ref|:
  *   relu, pooling, argmax, resize, input scaling: exact (the same operations in the same order).
- *   tanh, sigmoid: 1e-6 + 1e-6 |ref|: CUDA's tanhf/expf and glibc's each err by <= 2 ulp (1.2e-7 relative).
+ *   tanh, sigmoid: 1e-6 + 1e-6 |ref|: the device's tanh (nc_tanhf) and expf and glibc's err by <= 2 ulp
+ *     (1.2e-7 relative); nc_tanhf is also run at every float against a double tanh (test_tanh_every_float).
  *   softmax: 1e-6 + 1e-5 |ref| (outputs in 0..1): expf's ulps, then a sum of N of them and a division.
  *   conv, dense: 1e-4 + 1e-4 |ref|, with inputs in [-1, 1] and weights in +-1/sqrt(fan_in) so outputs are
  *     O(1): the device sums in the reference's order but with fused multiply-adds, which round once
@@ -113,6 +114,26 @@ static void test_activations(void) {
     CU(cudaFree(dy));
     free(x);
     free(ref);
+}
+
+/* nc_tanhf, the exact versions' tanh (src/cuda/conv_act.cuh), at all 2^32 floats: within NC_TANHF_MAX_ULP of tanh
+ * in double, in [-1, 1], never decreasing (max pooling is taken before it) and odd, bit for bit. CUDA's tanhf,
+ * which it replaced, is printed beside it. */
+static void test_tanh_every_float(int quick) {
+    nc_tanh_sweep s;
+    nc_error err = {0};
+    /* Under compute-sanitizer (quick), every 65537th float: 65536 of them, every exponent. */
+    const unsigned stride = quick ? 65537u : 1u;
+    check_rc(nc_cuda_tanh_sweep(&s, stride, &err), &err, "nc_cuda_tanh_sweep");
+    if (quick) printf("(quick: every %u-th float)\n", stride);
+    printf("tanh at every float: nc_tanhf within %.3f ulp, CUDA's tanhf %.3f; their bits differ at %llu floats; "
+           "decreasing at %llu (tanhf %llu), not odd at %llu (tanhf %llu), out of [-1, 1] at %llu\n",
+           s.max_ulp, s.tanhf_max_ulp, s.differ, s.decreasing, s.tanhf_decreasing, s.not_odd, s.tanhf_not_odd,
+           s.unbounded);
+    CHECK(s.max_ulp <= NC_TANHF_MAX_ULP);
+    CHECK(s.unbounded == 0);
+    CHECK(s.decreasing == 0);
+    CHECK(s.not_odd == 0);
 }
 
 static void test_pool_case(nc_layer_kind kind, int B, int C, int H, int W, int P, int S) {
@@ -681,6 +702,8 @@ int main(void) {
     if (start) return start;
     test_conv();
     test_activations();
+    const char *quick = getenv("NC_GPU_TEST_QUICK");
+    test_tanh_every_float(quick && *quick && *quick != '0');
     test_pool();
     test_dense();
     test_softmax_argmax();
