@@ -4,7 +4,7 @@
  * tensor-core kernel (2017 layer, ncu, 2026-11-22) and made the direct kernel's code several times larger.
  * The exact versions take tanh from nc_tanhf (below; the unfused tanh layer too, src/cuda/layers.cu) and the sigmoid
  * from expf, so that they stay exact; FAST (the reduced-precision tensor-core versions 7, 9 and 10 only) takes tanh
- * from the multi-function unit instead (tanh.approx.f32, sm_75 and up: one MUFU.TANH for nc_tanhf's 14
+ * from the multi-function unit instead (tanh.approx.f32, sm_75 and up: one MUFU.TANH for nc_tanhf's 16
  * instructions). Its relative error, at most 1.09e-5 (2^-16.5) over 15,360 values from 1e-4 to 9 on an H100
  * (tests/gpu/test_conv_tc.c, which holds it to 2^-15), is 40 times below fp16's and tf32's rounding of the weights
  * (2^-11).
@@ -21,21 +21,24 @@ __device__ __forceinline__ float nc_tanh_approx(float v) {
 }
 
 /* tanh x within 2 ulp at every float, as CUDA's tanhf (whose documented bound it is; tanhf took the exact versions'
- * tanh until session 71), and never decreasing, in two instructions fewer. For |x| > 0.6, 1 - 2 / (e^(2|x|) + 1) with
- * x's sign, e^(2|x|) = 2^(2 log2(e) |x|) and the reciprocal from the multi-function unit; past |x| = 44.4 e is inf and
- * the result 1, exactly. tanhf's test for saturation, a compare and a select on every value, is left out: it changes
- * no float's result here, and the fused first layers of 2018 fall, 2019 fall and 2019 spring ran 8%, 3% and 3% faster
- * without it (2017's 2% slower; bench/results/gpu-2026-11-29-s71-ab.log). For |x| <= 0.6, x + x^3 p(x^2), p's
- * coefficients fitted by bench/ab/tanh_fit.py (at most 1.75 ulp in an fp32 simulation of these operations);
- * fma(p, s, 0) rather than p * s keeps tanh(-0) = -0. Both are computed, one selected: with the sign put on after the
- * select instead (the same bits), 2018 fall's layer lost its 8%. The branches meet between 0.6 and the next float;
- * tanhf's meet below 0.6, where it decreases by a float's step. tests/gpu/test_gpu_layers.c runs it at all 2^32
- * floats against a double tanh (nc_cuda_tanh_sweep): at most NC_TANHF_MAX_ULP (src/cuda/cuda_layers.h), in [-1, 1],
- * odd bit for bit, never decreasing (max pooling is taken before it). */
+ * tanh until session 71), and, unlike tanhf, never decreasing. For |x| > 0.6, 1 - 2 / (e^(2|x|) + 1) with x's sign,
+ * e^(2|x|) = 2^(2 log2(e) |x|) and the reciprocal from the multi-function unit; past |x| = 44.4 e is inf and the result
+ * 1, exactly. tanhf's test for saturation (a compare and a select on every value) is left out: it changes no float's
+ * result. For |x| <= 0.6, x + x^3 p(x^2), p's coefficients fitted by bench/ab/tanh_fit.py (at most 1.75 ulp in an fp32
+ * simulation of these operations); fma(p, s, 0) rather than p * s keeps tanh(-0) = -0. Both are computed, one
+ * selected. The branches meet between 0.6 and the next float; tanhf's meet below 0.6, where it decreases by a float's
+ * step. 16 instructions on sm_90 to tanhf's 15 (cuobjdump): exp2f's ex2.approx brings a fix-up for tiny results (a
+ * compare, two predicated multiplies) that never takes effect here, as the argument is never negative. Inline
+ * ex2.approx.ftz has the same bits without it (13 instructions) and made versions 15 and 8 2-3% faster than this, but
+ * with it nvcc gave version 14's kernels (conv_direct.cu) about 140 registers where they had 110-127, one block an SM
+ * where they had two, and they ran 10-32% slower (session 71, bench/results/gpu-2026-11-29-s71-ab.log).
+ * tests/gpu/test_gpu_layers.c runs it at all 2^32 floats against a double tanh (nc_cuda_tanh_sweep): at most
+ * NC_TANHF_MAX_ULP (src/cuda/cuda_layers.h), in [-1, 1], odd bit for bit, never decreasing (max pooling is taken
+ * before it). */
 __device__ __forceinline__ float nc_tanhf(float x) {
     const float a = fabsf(x), s = x * x;
-    float e, r;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(a * 2.88539004f)); /* 2 log2(e), rounded */
+    const float e = exp2f(a * 2.88539004f); /* 2 log2(e), rounded */
+    float r;
     asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(e + 1.0f));
     const float big = copysignf(fmaf(r, -2.0f, 1.0f), x);
     float p = fmaf(0.0156825148f, s, -0.0522585511f);
