@@ -395,14 +395,16 @@ __device__ __forceinline__ void tc_weights(uint32_t (&ah)[MW][KS][4], uint32_t (
  * m0 + n is n Yh Yw floats on (an immediate offset in a kernel of fixed shape). The pooling is switched once a task,
  * the activation once a task (max pooling) or once four outputs, not once an output. Max pooling takes the maximum
  * of the raw sums and scales once: v -> a v + cm is monotone as a >= 0 (tc_weights negates the weights where the
- * scaling's a is negative), so this is exact. FAST: tanh.approx (conv_act.cuh). ST2: unpooled pairs by
- * nc_st_global2, for conv_tcc_kernel, whose float2 assignment nvcc 13.0 split into two 4-byte stores (up to 1.23x on
- * 2020's second layer alone); conv_tc_kernel's came out whole, and with the asm its time moved by -5% to +7% on the
- * first layers alone (H200 bench, 2026-11-28 17:40), so it keeps the assignment. */
+ * scaling's a is negative), so this is exact. FAST: tanh.approx, else nc_tanhf with the inline exponential
+ * (conv_act.cuh's NC_TANH_EXACT_EX2). ST2: unpooled pairs by nc_st_global2, for conv_tcc_kernel, whose float2
+ * assignment nvcc 13.0 split into two 4-byte stores (up to 1.23x on 2020's second layer alone); conv_tc_kernel's came
+ * out whole, and with the asm its time moved by -5% to +7% on the first layers alone (H200 bench, 2026-11-28 17:40), so
+ * it keeps the assignment. */
 template <int MW, bool FAST, bool STAGE, bool ST2>
 __device__ __forceinline__ void tc_store(float *__restrict__ yp, unsigned sp, const float (&acc)[MW][2][4],
                                          const float (&cm)[MW][2], int m0, bool col_in, int pr, int cg, int t,
                                          const tc_shape &S, const tc_params &d) {
+    constexpr nc_tanh_form TANH = FAST ? NC_TANH_APPROX : NC_TANH_EXACT_EX2;
     const int YY = S.Yh * S.Yw;
     if (S.pool == NC_MAXPOOL) {
         float o[MW * 2];
@@ -413,7 +415,7 @@ __device__ __forceinline__ void tc_store(float *__restrict__ yp, unsigned sp, co
                 const float *a = acc[mi][0] + 2 * j, *b = acc[mi][1] + 2 * j;
                 o[2 * mi + j] = fmaf(d.a, fmaxf(fmaxf(a[0], a[1]), fmaxf(b[0], b[1])), cm[mi][j]);
             }
-        nc_act_n<FAST>(S.act, o);
+        nc_act_n<TANH>(S.act, o);
         if (!col_in) return;
 #pragma unroll
         for (int mi = 0; mi < MW; mi++)
@@ -442,7 +444,7 @@ __device__ __forceinline__ void tc_store(float *__restrict__ yp, unsigned sp, co
                 for (int r = 0; r < 2; r++)
 #pragma unroll
                     for (int c = 0; c < 2; c++) v[2 * r + c] = fmaf(d.a, acc[mi][r][2 * j + c], cm[mi][j]);
-                nc_act_n<FAST>(S.act, v);
+                nc_act_n<TANH>(S.act, v);
                 if (m0 + 16 * mi + 8 * j >= S.M) continue;
                 float *ym =
                     yp + (16 * mi + 8 * j) * YY; /* one base, so that column c + 1 is an immediate offset of c's */

@@ -417,7 +417,7 @@ __global__ void __launch_bounds__(64 * MG, MINB)
                                  o[2 * pi + 1][2 * pj + 1]);
                     if (bias) v[w] += bm;
                 }
-                nc_act_n(act, v);
+                nc_act_n<NC_TANH_EXACT_EX2>(act, v);
 #pragma unroll
                 for (int w = 0; w < 4; w++) {
                     const int yr = 2 * ti + (w >> 1), yc = 2 * t + (w & 1);
@@ -429,7 +429,7 @@ __global__ void __launch_bounds__(64 * MG, MINB)
 #pragma unroll
                     for (int j = 0; j < 4; j++)
                         if (bias) o[i][j] += bm;
-                nc_act_n(act, reinterpret_cast<float(&)[16]>(o));
+                nc_act_n<NC_TANH_EXACT_EX2>(act, reinterpret_cast<float(&)[16]>(o));
                 if (P == 2) { /* average pooling: the window's sum in the order i, j */
 #pragma unroll
                     for (int w = 0; w < 4; w++) {
@@ -862,7 +862,7 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R, OW>::NT, MINB)
                         v[w] = fmaxf(fmaxf(fmaxf(o[0][2 * w], o[0][2 * w + 1]), o[1][2 * w]), o[1][2 * w + 1]);
                         if (bias) v[w] += bm;
                     }
-                    nc_act_n(act, v);
+                    nc_act_n<NC_TANH_EXACT_EX2>(act, v);
                     wrow_out<Yw, OS>(&yn[(yq / 2) * Yw + PW * p], PART ? PW * p : 0, v);
                 } else {
 #pragma unroll
@@ -870,7 +870,7 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R, OW>::NT, MINB)
 #pragma unroll
                         for (int j = 0; j < OW; j++)
                             if (bias) o[i][j] += bm;
-                    nc_act_n(act, reinterpret_cast<float(&)[2 * OW]>(o));
+                    nc_act_n<NC_TANH_EXACT_EX2>(act, reinterpret_cast<float(&)[2 * OW]>(o));
                     if (P == 2) { /* average pooling: the window's sum in the order i, j */
                         float v[PW];
 #pragma unroll
@@ -1120,7 +1120,7 @@ __global__ void __launch_bounds__(wr7_geom<C, M, H, W, P, NW, WT, CS, BANDS>::NT
 #pragma unroll
                     for (int j = 0; j < OW; j++) o[j] += bm;
                 }
-                nc_act_n(act, o);
+                nc_act_n<NC_TANH_EXACT_EX2>(act, o);
                 float *yr = y + (((size_t)n * M + mq) * Yh + y0 + r) * Yw + col;
                 if (Yw % 2 == 0 && y8) { /* rows 8-byte aligned: two pairs, the last window's second past the row */
                     nc_st_global2(yr, o[0], o[1]);
@@ -1153,7 +1153,7 @@ __global__ void __launch_bounds__(wr7_geom<C, M, H, W, P, NW, WT, CS, BANDS>::NT
 #pragma unroll
                         for (int j = p * P; j < p * P + P; j++) v[0] = fmaxf(v[0], o[i][j]);
                     if (bias) v[0] += bm;
-                    nc_act_n(act, v);
+                    nc_act_n<NC_TANH_EXACT_EX2>(act, v);
                     if (col / P + p < Yw) yr[p] = v[0];
                 }
             } else { /* average pooling: bias and activation on each output, then the window's sum in the order i, j */
@@ -1162,7 +1162,7 @@ __global__ void __launch_bounds__(wr7_geom<C, M, H, W, P, NW, WT, CS, BANDS>::NT
 #pragma unroll
                     for (int j = 0; j < OW; j++)
                         if (bias) o[i][j] += bm;
-                nc_act_n(act, reinterpret_cast<float(&)[P * OW]>(o));
+                nc_act_n<NC_TANH_EXACT_EX2>(act, reinterpret_cast<float(&)[P * OW]>(o));
 #pragma unroll
                 for (int p = 0; p < PO; p++) {
                     float s = 0.0f;

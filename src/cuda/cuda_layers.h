@@ -159,7 +159,8 @@ int nc_cuda_dense_tc_has_wgmma(int precision, nc_error *err);
 int nc_cuda_dense_tc_ksplits(int precision, int IN, nc_error *err);
 
 /* nc_tanhf (src/cuda/conv_act.cuh: the exact versions' tanh and the tanh layer's) run at every stride-th of the 2^32
- * floats' bit patterns (stride 1: all of them) against tanh in double, CUDA's tanhf beside it: for
+ * floats' bit patterns (stride 1: all of them) against tanh in double, its inline-exponential form
+ * (NC_TANH_EXACT_EX2) and CUDA's tanhf beside it: for
  * tests/gpu/test_gpu_layers.c and the figures in conv_act.cuh. Errors in ulps of the float binade of the double
  * result; NaNs left out; decreasing and not_odd counted at x >= 0 (x against the next float, and -x). */
 typedef struct {
@@ -168,6 +169,7 @@ typedef struct {
     unsigned long long unbounded;      /* where |nc_tanhf x| > 1 */
     unsigned long long decreasing;     /* where nc_tanhf(next float) < nc_tanhf x */
     unsigned long long not_odd;        /* where nc_tanhf(-x) is not -nc_tanhf(x), bit for bit */
+    unsigned long long ex2_differ;     /* where the inline-exponential form's bits are not nc_tanhf's */
     unsigned long long tanhf_decreasing, tanhf_not_odd;
     float max_ulp, tanhf_max_ulp;      /* max_ulp_bits as floats, filled on the host */
 } nc_tanh_sweep;

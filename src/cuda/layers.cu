@@ -55,18 +55,20 @@ extern "C" int nc_cuda_activation_forward(nc_layer_kind kind, float *y, const fl
     return NC_OK;
 }
 
-/* nc_tanhf at every float, and CUDA's tanhf beside it (nc_cuda_tanh_sweep): a thread a bit pattern u (every
- * stride-th), its error in ulps of the float binade of tanh in double (2^-149 at least), and for u's of x >= 0 whether
- * the next float's tanh is below (decreasing) and whether -x's is not -tanh x's bits (odd). Maxima as the bits of
- * non-negative floats (ordered as unsigned ints), counts by one atomic a warp. */
+/* nc_tanhf at every float, and its inline-exponential form and CUDA's tanhf beside it (nc_cuda_tanh_sweep): a thread a
+ * bit pattern u (every stride-th), its error in ulps of the float binade of tanh in double (2^-149 at least), and for
+ * u's of x >= 0 whether the next float's tanh is below (decreasing) and whether -x's is not -tanh x's bits (odd).
+ * Maxima as the bits of non-negative floats (ordered as unsigned ints), counts by one atomic a warp. */
 __global__ void tanh_sweep_kernel(nc_tanh_sweep *r, unsigned long long base, unsigned stride) {
     const unsigned long long v = (base + (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) * stride;
     const unsigned u = (unsigned)v;
     const float x = __uint_as_float(u);
     float e[2] = {0.0f, 0.0f};
-    unsigned long long c[6] = {0, 0, 0, 0, 0, 0}; /* differ, out of [-1, 1], decreasing, not odd, tanhf's two */
+    /* differ, out of [-1, 1], decreasing, not odd, tanhf's two, the two forms differ */
+    unsigned long long c[7] = {0, 0, 0, 0, 0, 0, 0};
     if (v < (1ull << 32) && x == x) {
         const float y[2] = {nc_tanhf(x), tanhf(x)};
+        c[6] = __float_as_uint(nc_tanhf<true>(x)) != __float_as_uint(y[0]);
         const double t = tanh((double)x);
         int ex;
         (void)frexp(t, &ex);
@@ -84,14 +86,14 @@ __global__ void tanh_sweep_kernel(nc_tanh_sweep *r, unsigned long long base, uns
     }
     for (int o = 16; o > 0; o >>= 1) {
         for (int i = 0; i < 2; i++) e[i] = fmaxf(e[i], __shfl_xor_sync(0xffffffffu, e[i], o));
-        for (int i = 0; i < 6; i++) c[i] += __shfl_xor_sync(0xffffffffu, c[i], o);
+        for (int i = 0; i < 7; i++) c[i] += __shfl_xor_sync(0xffffffffu, c[i], o);
     }
     if ((threadIdx.x & 31) == 0) {
         atomicMax(&r->max_ulp_bits[0], __float_as_uint(e[0]));
         atomicMax(&r->max_ulp_bits[1], __float_as_uint(e[1]));
-        unsigned long long *n[6] = {&r->differ, &r->unbounded, &r->decreasing, &r->not_odd, &r->tanhf_decreasing,
-                                    &r->tanhf_not_odd};
-        for (int i = 0; i < 6; i++)
+        unsigned long long *n[7] = {&r->differ,           &r->unbounded,     &r->decreasing, &r->not_odd,
+                                    &r->tanhf_decreasing, &r->tanhf_not_odd, &r->ex2_differ};
+        for (int i = 0; i < 7; i++)
             if (c[i]) atomicAdd(n[i], c[i]);
     }
 }

@@ -117,8 +117,9 @@ static void test_activations(void) {
 }
 
 /* nc_tanhf, the exact versions' tanh (src/cuda/conv_act.cuh), at all 2^32 floats: within NC_TANHF_MAX_ULP of tanh
- * in double, in [-1, 1], never decreasing (max pooling is taken before it) and odd, bit for bit. CUDA's tanhf,
- * which it replaced, is printed beside it. */
+ * in double, in [-1, 1], never decreasing (max pooling is taken before it) and odd, bit for bit; its form with the
+ * exponential by inline ex2.approx.ftz (NC_TANH_EXACT_EX2, versions 8 and 15) the same bits. CUDA's tanhf, which it
+ * replaced, is printed beside it. */
 static void test_tanh_every_float(int quick) {
     nc_tanh_sweep s;
     nc_error err = {0};
@@ -127,13 +128,15 @@ static void test_tanh_every_float(int quick) {
     check_rc(nc_cuda_tanh_sweep(&s, stride, &err), &err, "nc_cuda_tanh_sweep");
     if (quick) printf("(quick: every %u-th float)\n", stride);
     printf("tanh at every float: nc_tanhf within %.3f ulp, CUDA's tanhf %.3f; their bits differ at %llu floats; "
-           "decreasing at %llu (tanhf %llu), not odd at %llu (tanhf %llu), out of [-1, 1] at %llu\n",
+           "decreasing at %llu (tanhf %llu), not odd at %llu (tanhf %llu), out of [-1, 1] at %llu; the inline "
+           "exponential's form differs at %llu\n",
            s.max_ulp, s.tanhf_max_ulp, s.differ, s.decreasing, s.tanhf_decreasing, s.not_odd, s.tanhf_not_odd,
-           s.unbounded);
+           s.unbounded, s.ex2_differ);
     CHECK(s.max_ulp <= NC_TANHF_MAX_ULP);
     CHECK(s.unbounded == 0);
     CHECK(s.decreasing == 0);
     CHECK(s.not_odd == 0);
+    CHECK(s.ex2_differ == 0);
 }
 
 static void test_pool_case(nc_layer_kind kind, int B, int C, int H, int W, int P, int S) {
