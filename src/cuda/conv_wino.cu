@@ -608,29 +608,44 @@ __global__ void __launch_bounds__(64 * MG, MINB)
  * (24: 0.293 -> 0.296).
  *
  * A block takes images in turn. Their pixels (uint8, turned into floats through the lut) or floats are copied by
- * cp.async, 16 bytes a copy (8 or 4 where an image's bytes are no multiple of 16; by plain loads where the input is
- * not 16-byte aligned), while the block computes the image before. V = B^T of every window of every input row goes to
+ * cp.async, 16 bytes a copy (8 or 4 where an image's bytes are no multiple of 16; by plain loads where the input is not
+ * 16-byte aligned), while the block computes the image before. V = B^T of every window of every input row goes to
  * shared memory, a window a thread. Then a thread takes one output channel m and one window column p: it keeps U = G g
  * for its channel (5 x 8 floats, in double rounded once; K = 7 or OW = 6: K x 10) in registers for the block's life,
- * and walks down the rows 2 Q at a time, K + 2 Q - 1 rows of V (two 16-byte loads each; ten points: and an 8-byte
- * one) for 2 Q K (K + OW - 1) multiply-adds, A^T, the epilogue and the stores; where a layer has few output channels
- * (2019 spring's 6, 2020's 4) or a block holds few threads (2018 spring's), R threads take a (channel, window), each a
- * band of Ho / R rows. Q = 2 or 3 (four or six rows an iteration, where a band's rows allow) loads fewer rows of V an
- * output row: 4 16-byte loads where Q = 1 takes 6 (K = 5, Q = 2). In session 58 (H200, N = 10000, bench/ab conv_one,
- * docs/PERFORMANCE-LOG.md, 2026-11-28 13:50) that took, fused on pixels / floats, 2017's first layer 0.313
- * -> 0.290 ms (Q = 2; under ReLU and 2/2 max pooling 0.309 -> 0.275), 2018 spring's 0.262 -> 0.242 (Q = 2; on floats
- * two bands instead of one, 0.315 -> 0.256), 2018 fall's 1.094 / 1.071 -> 0.980 / 0.954 (Q = 3), 2020's 0.570 / 0.526
- * -> 0.517 / 0.478 (Q = 2); 2019 spring's went from 3 to 4 blocks an SM (96 registers, 24 bytes spilled), 0.170 /
- * 0.161 -> 0.163 / 0.159. Q = 3 on 2017's and 2018 spring's, and Q = 4 or 5, were slower (spills, or fewer blocks).
- * Where a band's pairs are no multiple of Q (2019 spring's 11 with Q = 2), those left over go one at a time: there
- * 0.1644 / 0.1587 -> 0.1629 / 0.1542 ms (session 59, H200, the same bits, no spills). Measured there and left out: two
- * or four images a block on 2019 spring's layer (92% of the lanes busy, where one image's two bands fill 82%), as
- * fast as one image or slower; V in two buffers, one barrier an image, at most 1% faster on any first layer and 19%
- * slower on 2018 spring's (fewer blocks an SM) (bench/results/gpu-2026-11-28-s59-ab.log). A warp's loads of V touch
- * few windows and are broadcast to its channels: a thread's window is its number mod the row's windows (6 on 2017's
- * layer), or, where a row has many (17 on 2018 fall's), its number over the channels. A row of windows may overhang the
- * outputs that count (2018 fall's 66 columns: 16 windows and a half), the input past the image read as zeros. Two
- * barriers an image.
+ * and walks down the rows 2 Q at a time, K + 2 Q - 1 rows of V (two 16-byte loads each; ten points: and an 8-byte one)
+ * for 2 Q K (K + OW - 1) multiply-adds, A^T, the epilogue and the stores; where a layer has few output channels (2020's
+ * 4) or a block holds few threads (2018 spring's), R threads take a (channel, window), each a band of Ho / R rows (2019
+ * spring's 6 channels deal their items out instead: ST, below). Q = 2 or 3 (four or six rows an iteration, where a
+ * band's rows allow) loads fewer rows of V an output row: 4 16-byte loads where Q = 1 takes 6 (K = 5, Q = 2). In
+ * session 58 (H200, N = 10000, bench/ab conv_one, docs/PERFORMANCE-LOG.md, 2026-11-28 13:50) that took, fused on pixels
+ * / floats, 2017's first layer 0.313 -> 0.290 ms (Q = 2; under ReLU and 2/2 max pooling 0.309 -> 0.275), 2018 spring's
+ * 0.262 -> 0.242 (Q = 2; on floats two bands instead of one, 0.315 -> 0.256), 2018 fall's 1.094 / 1.071 -> 0.980 /
+ * 0.954 (Q = 3), 2020's 0.570 / 0.526 -> 0.517 / 0.478 (Q = 2); 2019 spring's went from 3 to 4 blocks an SM (96
+ * registers, 24 bytes spilled), 0.170 / 0.161 -> 0.163 / 0.159. Q = 3 on 2017's and 2018 spring's, and Q = 4 or 5, were
+ * slower (spills, or fewer blocks). Where a band's pairs are no multiple of Q (2018 spring's 15, and 2019 spring's 11
+ * until ST, with Q = 2), those left over go one at a time: on 2019 spring's 0.1644 / 0.1587 -> 0.1629 / 0.1542 ms
+ * (session 59, H200, the same bits, no spills). Measured there and left out: two or four images a block on 2019
+ * spring's layer (92% of the lanes busy, where one image's two bands fill 82%), as fast as one image or slower; V in
+ * two buffers, one barrier an image, at most 1% faster on any first layer and 19% slower on 2018 spring's (fewer blocks
+ * an SM) (bench/results/gpu-2026-11-28-s59-ab.log). A warp's loads of V touch few windows and are broadcast to its
+ * channels: a thread's window is its number mod the row's windows (6 on 2017's layer), or, where a row has many (17 on
+ * 2018 fall's), its number over the channels. A row of windows may overhang the outputs that count (2018 fall's 66
+ * columns: 16 windows and a half), the input past the image read as zeros. Two barriers an image.
+ *
+ * ST (2019 spring's fused layer): a warp issues every instruction of a step however few of its lanes work, and two
+ * bands of that layer's 66 (channel, window) threads took five warps, the fifth with 4 working lanes: a fifth of the
+ * block's issue slots for 3% of its outputs. A throwaway variant that left those 4 threads' outputs undone ran in 0.125
+ * ms against 0.156 (H200, N = 10000, 2026-11-29 16:00, bench/results/gpu-2026-11-29-s72-ab.log: so much for session
+ * 59's reading that the idle lanes were not what held the kernel; its blocks of two images had two blocks an SM where
+ * this has four). With ST the image's 726 items (a channel, a window, four rows: Q = 2) are dealt out in turn to the
+ * block's first ST / M * M threads, 126 of ST = 128, each keeping its channel (and U): five rounds of four warps and a
+ * sixth of three, 23 warp steps an image where the bands took 25 steps of two pairs and 5 of one. In the same call, on
+ * pixels / floats, 0.1558 / 0.1547 ms -> 0.1289 / 0.1239 with four blocks an SM (MINB 4: 96 registers, 24 bytes
+ * spilled, as before), 0.1331 / 0.1285 with five (MINB 5), 0.1492 / 0.1412 with ST = 192 (three blocks of six warps);
+ * the same bits. A warp's items sit in one or two groups of rows and five or six windows, so that its loads of V touch
+ * few of them, as the bands' do (2.39 shared-memory wavefronts a load against 2.05). The other first layers' last
+ * warps are fuller or their blocks fewer an SM: with their part-filled warps idle they ran 0.2-2.2% faster (2018
+ * spring's, F(6, 5), 2% slower), and they keep their bands.
  *
  * OS: the pooled outputs of an image go to shared memory, in y's order, and the block stores them to y as 16-byte
  * words during the next image's V (after the loop, the last image's). Stored by the threads that compute them, a
@@ -685,23 +700,24 @@ template <int Yw, bool OS, int N> __device__ __forceinline__ void wrow_out(float
     }
 }
 
-/* OW: a window's outputs, 4 (F(4, 5), F(4, 7)) or 6 (F(6, 5): K = 5, pooled 2/2 only). */
-template <int M, int H, int W, int K, int R = 1, int OW = 4> struct wrow_geom {
+/* OW: a window's outputs, 4 (F(4, 5), F(4, 7)) or 6 (F(6, 5): K = 5, pooled 2/2 only). ST: the block's threads where
+ * an image's items are dealt out (conv_wino_rows_kernel's ST), else 0. */
+template <int M, int H, int W, int K, int R = 1, int OW = 4, int ST = 0> struct wrow_geom {
     static constexpr int Ho = H - K + 1, Wo = W - K + 1, NP = (Wo + OW - 1) / OW; /* windows a row */
     static constexpr int YF = M * (Ho / 2) * (Wo / 2);                            /* an image's outputs pooled 2/2 */
     static constexpr int NPT = K + OW - 1, VQ = (NPT + 3) / 4;                    /* points; V's float4s a window */
-    static constexpr int NT = (M * NP * R + 31) / 32 * 32, VF = H * VQ * NP * 4;  /* threads; V's floats */
+    static constexpr int NT = ST ? ST : (M * NP * R + 31) / 32 * 32, VF = H * VQ * NP * 4; /* threads; V's floats */
     /* An image's floats in shared memory, rounded up to 16 bytes (what follows it is stored as float4s). */
     static constexpr __host__ __device__ int xf(bool u8) { return (H * W * (u8 ? 1 : 4) + 15) / 16 * 4; }
 };
 
 template <int M, int H, int W, int K, int P, int EPI, bool U8, int MINB, int R = 1, int Q = 1, bool OS = false,
-          int OW = 4>
-__global__ void __launch_bounds__(wrow_geom<M, H, W, K, R, OW>::NT, MINB)
+          int OW = 4, int ST = 0>
+__global__ void __launch_bounds__(wrow_geom<M, H, W, K, R, OW, ST>::NT, MINB)
     conv_wino_rows_kernel(float *__restrict__ y, const float *__restrict__ x, const uint8_t *__restrict__ xu,
                           const nc_conv_lut lut, const float *__restrict__ k, const float *__restrict__ bias, int B,
                           int act_arg, int pool_arg, int aligned) {
-    using G = wrow_geom<M, H, W, K, R, OW>;
+    using G = wrow_geom<M, H, W, K, R, OW, ST>;
     constexpr int NP = G::NP, NT = G::NT, Ho = G::Ho, Wo = G::Wo, Yh = P == 2 ? Ho / 2 : Ho, Yw = P == 2 ? Wo / 2 : Wo;
     constexpr int NPT = G::NPT, VQ = G::VQ;
     constexpr int XB = H * W * (U8 ? 1 : 4), XF = G::xf(U8), VF = G::VF; /* an image's bytes; floats */
@@ -718,13 +734,19 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R, OW>::NT, MINB)
     const int pool = EPI == WINO_EPI_TANH_MAX ? NC_MAXPOOL : EPI == WINO_EPI_NONE ? -1 : pool_arg;
     extern __shared__ float4 wino_smem[];
     float *X0 = (float *)wino_smem, *X1 = X0 + XF, *Vs = X1 + XF, *Os = Vs + VF, *ls = Os + OF;
-    /* A thread's band of rows (R of them, Ho / R rows each) and its number within the band. */
+    /* ST: an image's items (a channel, a window, 2 Q rows) dealt out in turn to the block's first TS threads, TS a
+     * multiple of M (so that a thread keeps its channel), window first: item i is channel i mod M, window i / M mod
+     * NP, rows 2 Q (i / M / NP) on. */
+    constexpr int TS = ST / M * M, ITEMS = M * NP * (Ho / (2 * Q));
+    static_assert(!ST || (R == 1 && TS >= 32 && Ho % (2 * Q) == 0), "ST: one band, whole groups of 2 Q rows");
+    /* Else a thread's band of rows (R of them, Ho / R rows each) and its number within the band. */
     const int tid = threadIdx.x, band = R == 1 ? 0 : tid / (M * NP), bt = R == 1 ? tid : tid % (M * NP);
-    const bool active = tid < M * NP * R;
+    const bool active = ST ? tid < TS : tid < M * NP * R;
     /* A thread's channel m and window p: p first (a warp's stores to a row run on), but m first where a row has many
-     * windows and the outputs are pooled (a warp's loads of V then touch few windows). */
-    constexpr bool MF = NP > 8 && P == 2;
-    const int m = active ? (MF ? bt % M : bt / NP) : 0, p = active ? (MF ? bt / M : bt % NP) : 0;
+     * windows and the outputs are pooled (a warp's loads of V then touch few windows). ST: m first, p an item's. */
+    constexpr bool MF = ST || (NP > 8 && P == 2);
+    const int m = active ? (MF ? bt % M : bt / NP) : 0;
+    int p = active && !ST ? (MF ? bt / M : bt % NP) : 0;
     if (U8)
         for (int i = tid; i < 256; i += NT) ls[i] = lut.v[i];
     float u[K][NPT];
@@ -892,11 +914,20 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R, OW>::NT, MINB)
                 }
             }
         };
+        if constexpr (ST) {
 #pragma unroll 1
-        for (int y0 = band * BR; y0 < band * BR + BQ; y0 += 2 * Q) rows(std::integral_constant<int, Q>(), y0);
-        if constexpr (BQ < BR) /* the pairs left over, one at a time */
+            for (int i = tid; i < ITEMS; i += TS) {
+                p = i / M % NP;
+                rows(std::integral_constant<int, Q>(), i / (M * NP) * 2 * Q);
+            }
+        } else {
 #pragma unroll 1
-            for (int y0 = band * BR + BQ; y0 < (band + 1) * BR; y0 += 2) rows(std::integral_constant<int, 1>(), y0);
+            for (int y0 = band * BR; y0 < band * BR + BQ; y0 += 2 * Q) rows(std::integral_constant<int, Q>(), y0);
+            if constexpr (BQ < BR) /* the pairs left over, one at a time */
+#pragma unroll 1
+                for (int y0 = band * BR + BQ; y0 < (band + 1) * BR; y0 += 2)
+                    rows(std::integral_constant<int, 1>(), y0);
+        }
     }
     asm volatile("cp.async.wait_group 0;" ::: "memory");
     if constexpr (OS) {
@@ -1304,15 +1335,16 @@ typedef struct {
 } wrow_entry;
 
 template <int M, int H, int W, int K, int P, int EPI, bool U8, int MINB, int R = 1, int Q = 1, bool OS = false,
-          int OW = 4>
+          int OW = 4, int ST = 0>
 static wrow_entry wrow_make() {
     static wino_fit fit;
-    using G = wrow_geom<M, H, W, K, R, OW>;
+    using G = wrow_geom<M, H, W, K, R, OW, ST>;
     /* two images, V, the outputs staged (OS) and the pixels' lut */
     constexpr size_t smem = (size_t)(2 * G::xf(U8) + G::VF + (OS ? G::YF : 0) + (U8 ? 256 : 0)) * sizeof(float);
     static_assert(smem <= 227 * 1024, "a block's shared memory");
     return wrow_entry{
-        H, W, M, K, P, EPI, U8, G::NT, smem, conv_wino_rows_kernel<M, H, W, K, P, EPI, U8, MINB, R, Q, OS, OW>, &fit,
+        H, W, M, K, P, EPI, U8, G::NT, smem, conv_wino_rows_kernel<M, H, W, K, P, EPI, U8, MINB, R, Q, OS, OW, ST>,
+        &fit,
     };
 }
 
@@ -1343,9 +1375,9 @@ static const wrow_entry *wrow_for(int H, int W, int M, int K, const nc_conv_epil
         /* 2018 spring: F(6, 5), two bands, two pairs at a time */
         wrow_make<6, 64, 64, 5, 2, WINO_EPI_TANH_MAX, true, 1, 2, 2, false, 6>(),
         wrow_make<6, 64, 64, 5, 2, WINO_EPI_TANH_MAX, false, 1, 2, 2, false, 6>(),
-        /* 2019 spring: two bands, two pairs at a time */
-        wrow_make<6, 48, 48, 5, 2, WINO_EPI_TANH_MAX, true, 4, 2, 2>(),
-        wrow_make<6, 48, 48, 5, 2, WINO_EPI_TANH_MAX, false, 4, 2, 2>(),
+        /* 2019 spring: its items (a channel, a window, two pairs of rows) dealt out to four warps (ST) */
+        wrow_make<6, 48, 48, 5, 2, WINO_EPI_TANH_MAX, true, 4, 1, 2, false, 4, 128>(),
+        wrow_make<6, 48, 48, 5, 2, WINO_EPI_TANH_MAX, false, 4, 1, 2, false, 4, 128>(),
         wrow_make<6, 48, 48, 5, 1, WINO_EPI_NONE, false, 2, 1, 2>(), /* 2019 spring alone: one band, two pairs */
         wrow_make<6, 64, 64, 5, 1, WINO_EPI_NONE, false, 1, 1, 2>(), /* 2018 spring alone */
         wrow_make<4, 86, 86, 7, 2, WINO_EPI_ANY, true, 1, 4, 2>(),   /* 2020 (ReLU): four bands */

@@ -699,6 +699,8 @@ int main(void) {
         test_fused_case(200, 1, 70, 70, 12, 5, 0, NC_TANH, NC_MAXPOOL, 2, 0); /* and floats, 16 bytes a copy */
         test_fused_case(400, 1, 64, 64, 6, 5, 1, NC_TANH, NC_MAXPOOL, 2, 1);  /* F(6, 5)'s rows, pixels */
         test_fused_case(200, 1, 64, 64, 6, 5, 0, NC_TANH, NC_MAXPOOL, 2, -1); /* and floats, plain loads */
+        test_fused_case(400, 1, 48, 48, 6, 5, 1, NC_TANH, NC_MAXPOOL, 2, 1);  /* items dealt out to warps (ST), pixels */
+        test_fused_case(200, 1, 48, 48, 6, 5, 0, NC_TANH, NC_MAXPOOL, 2, 0);  /* and floats */
         test_fused_case(30, 1, 30, 30, 400, 7, 1, NC_TANH, NC_MAXPOOL, 2, 2);
         test_fused_case(2, 1, 421, 300, 6, 5, 1, NC_RELU, -1, 1, 1);
         test_fused_case(4000, 3, 12, 12, 5, 3, 1, NC_RELU, NC_MAXPOOL, 2, 0);
