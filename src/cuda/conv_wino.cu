@@ -640,8 +640,8 @@ __global__ void __launch_bounds__(64 * MG, MINB)
  * this has four). With ST the image's 726 items (a channel, a window, four rows: Q = 2) are dealt out in turn to the
  * block's first ST / M * M threads, 126 of ST = 128, each keeping its channel (and U): five rounds of four warps and a
  * sixth of three, 23 warp steps an image where the bands took 25 steps of two pairs and 5 of one. In the same call, on
- * pixels / floats, 0.1558 / 0.1547 ms -> 0.1289 / 0.1239 with four blocks an SM (MINB 4: 96 registers, 24 bytes
- * spilled, as before), 0.1331 / 0.1285 with five (MINB 5), 0.1492 / 0.1412 with ST = 192 (three blocks of six warps);
+ * pixels / floats, 0.1558 / 0.1547 ms -> 0.1289 / 0.1239 with four blocks an SM (MINB 4: 121 / 126 registers, no
+ * spills), 0.1331 / 0.1285 with five (MINB 5: 96, 16-24 bytes spilled), 0.1492 / 0.1412 with ST = 192 (three of six);
  * the same bits. A warp's items sit in one or two groups of rows and five or six windows, so that its loads of V touch
  * few of them, as the bands' do (2.39 shared-memory wavefronts a load against 2.05). The other first layers' last
  * warps are fuller or their blocks fewer an SM: with their part-filled warps idle they ran 0.2-2.2% faster (2018
