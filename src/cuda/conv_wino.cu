@@ -613,10 +613,11 @@ __global__ void __launch_bounds__(64 * MG, MINB)
  * shared memory, a window a thread. Then a thread takes one output channel m and one window column p: it keeps U = G g
  * for its channel (5 x 8 floats, in double rounded once; K = 7 or OW = 6: K x 10) in registers for the block's life,
  * and walks down the rows 2 Q at a time, K + 2 Q - 1 rows of V (two 16-byte loads each; ten points: and an 8-byte one)
- * for 2 Q K (K + OW - 1) multiply-adds, A^T, the epilogue and the stores; where a layer has few output channels (2020's
- * 4) or a block holds few threads (2018 spring's), R threads take a (channel, window), each a band of Ho / R rows (2019
- * spring's 6 channels deal their items out instead: ST, below). Q = 2 or 3 (four or six rows an iteration, where a
- * band's rows allow) loads fewer rows of V an output row: 4 16-byte loads where Q = 1 takes 6 (K = 5, Q = 2). In
+ * for 2 Q K (K + OW - 1) multiply-adds, A^T, the epilogue and the stores; where a layer's (channel, window) pairs are
+ * too few threads for its block (2018 spring's 60, 2019 fall's 204), R threads take a pair, each a band of Ho / R rows
+ * (2019 spring's 66 and 2020's 80 deal their items out instead: ST, below; 2020's took four bands until session 73).
+ * Q = 2 or 3 (four or six rows an iteration, where a band's rows allow) loads fewer rows of V an output row: 4 16-byte
+ * loads where Q = 1 takes 6 (K = 5, Q = 2). In
  * session 58 (H200, N = 10000, bench/ab conv_one, docs/PERFORMANCE-LOG.md, 2026-11-28 13:50) that took, fused on pixels
  * / floats, 2017's first layer 0.313 -> 0.290 ms (Q = 2; under ReLU and 2/2 max pooling 0.309 -> 0.275), 2018 spring's
  * 0.262 -> 0.242 (Q = 2; on floats two bands instead of one, 0.315 -> 0.256), 2018 fall's 1.094 / 1.071 -> 0.980 /
@@ -645,7 +646,16 @@ __global__ void __launch_bounds__(64 * MG, MINB)
  * the same bits. A warp's items sit in one or two groups of rows and five or six windows, so that its loads of V touch
  * few of them, as the bands' do (2.39 shared-memory wavefronts a load against 2.05). The other first layers' last
  * warps are fuller or their blocks fewer an SM: with their part-filled warps idle they ran 0.2-2.2% faster (2018
- * spring's, F(6, 5), 2% slower), and they keep their bands.
+ * spring's, F(6, 5), 2% slower). Dealt out (session 73, H200, N = 10000, bench/results/gpu-2026-11-29-s73-ab.log) three
+ * of them ran slower, and keep their bands: 2018 fall's fused 1-6% in eight to ten warps (ST = 256-320; nine and ten
+ * hold it to 168 registers, three warps on some of an SM's four schedulers, and spill), 2019 fall's 2-11% in 18 to 20
+ * (an image's last round of items leaves warps idle at the barrier, where each band's threads take 11 pairs of rows
+ * alike), 2018 spring's 1-24% in four to eight. 2020's four bands of 80 threads had filled ten warps at 168 registers
+ * (spilling 72-84 bytes); its 1600 items (a channel, a window, four rows) in twelve warps (ST = 384), at the same
+ * registers and spills, took, fused with ReLU and 2/2 max pooling on pixels / floats, 0.5140 / 0.4770 ms -> 0.4809 /
+ * 0.4515, and alone on floats 0.4690 -> 0.4368 (its warps' 16-byte stores four channels' rows of eight windows each);
+ * eleven warps (352) 3% faster, ten (320) 1% slower, and 14 or 16 warps a pair of rows at a time (held to 128
+ * registers, 430 bytes spilled) 0-7% slower; the same bits.
  *
  * OS: the pooled outputs of an image go to shared memory, in y's order, and the block stores them to y as 16-byte
  * words during the next image's V (after the loop, the last image's). Stored by the threads that compute them, a
@@ -1355,7 +1365,8 @@ static wrow_entry wrow_make() {
  * time: on the H200, B 10000, 0.1731 and 0.3066 ms against version 13's 0.2238 and 0.3900; two bands, or one pair at a
  * time, 0.1874-0.2003 and 0.3071-0.3222; bench/results/gpu-2026-11-28-s60-ab.log); 2020's, 1 x 86 x 86 -> 4, K = 7,
  * with any activation and 2/2 pooling (its network: ReLU), and alone on floats (four bands, two pairs at a time: 0.4713
- * ms against version 14's 0.6545; two bands 0.5763, one 0.6751). 2018 fall's alone on floats too, its 66 outputs a row
+ * ms against version 14's 0.6545; two bands 0.5763, one 0.6751; its items dealt out to twelve warps since session 73,
+ * ST). 2018 fall's alone on floats too, its 66 outputs a row
  * 16 windows and a half stored as 8-byte pairs (one band, three pairs at a time: 0.834 ms against version 14's
  * 1.289; bench/results/gpu-2026-11-28-s61-ab.log). 2019 fall's, 1 x 70 x 70 -> 12, fused as its network runs it,
  * its outputs staged (OS). Fused, each on pixels (images of its size) or floats (the
@@ -1380,9 +1391,10 @@ static const wrow_entry *wrow_for(int H, int W, int M, int K, const nc_conv_epil
         wrow_make<6, 48, 48, 5, 2, WINO_EPI_TANH_MAX, false, 4, 1, 2, false, 4, 128>(),
         wrow_make<6, 48, 48, 5, 1, WINO_EPI_NONE, false, 2, 1, 2>(), /* 2019 spring alone: one band, two pairs */
         wrow_make<6, 64, 64, 5, 1, WINO_EPI_NONE, false, 1, 1, 2>(), /* 2018 spring alone */
-        wrow_make<4, 86, 86, 7, 2, WINO_EPI_ANY, true, 1, 4, 2>(),   /* 2020 (ReLU): four bands */
-        wrow_make<4, 86, 86, 7, 2, WINO_EPI_ANY, false, 1, 4, 2>(),
-        wrow_make<4, 86, 86, 7, 1, WINO_EPI_NONE, false, 1, 4, 2>(),  /* 2020 alone */
+        /* 2020 (ReLU), fused and alone: its items dealt out to twelve warps (ST) */
+        wrow_make<4, 86, 86, 7, 2, WINO_EPI_ANY, true, 1, 1, 2, false, 4, 384>(),
+        wrow_make<4, 86, 86, 7, 2, WINO_EPI_ANY, false, 1, 1, 2, false, 4, 384>(),
+        wrow_make<4, 86, 86, 7, 1, WINO_EPI_NONE, false, 1, 1, 2, false, 4, 384>(),
         wrow_make<12, 72, 72, 7, 1, WINO_EPI_NONE, false, 1, 1, 3>(), /* 2018 fall alone: three pairs at a time */
         /* 2019 fall: three bands, a pair at a time, the outputs staged (OS) */
         wrow_make<12, 70, 70, 5, 2, WINO_EPI_TANH_MAX, true, 1, 3, 1, true>(),

@@ -548,13 +548,13 @@ static void test_winograd(void) {
     CHECK(!nc_conv_wino_takes(1, 70, 70, 12, 5, &relu_max4, 0));
     test_first_fused(70, 12, 5, NC_TANH);
     /* 2018 spring's, 2019 spring's and 2020's first layers, pooled 2/2 (2020's with any activation, the others with
-     * tanh and max pooling only), on pixels or floats: a thread's rows in 1, 2 and 4 bands (2019 spring's two bands
-     * of 11 pairs of rows, two pairs at a time and the last alone); 2020's 86 x 86 pixels an image copied 4 bytes at a
-     * time (7396 is no multiple of 8), its 80 outputs a row 20 whole windows, 2019 spring's 44 eleven; 2018 spring's
-     * 60 ten windows of six (F(6, 5), its three pooled outputs a window stored a float at a time), in two bands of 15
-     * pairs of rows, two at a time and the last alone. Each also alone on floats, its rows of four stored as 16-byte
-     * words: 2018 spring's and 2019 spring's in one band of 30 and 22 pairs of rows, two at a time (2019 spring's last
-     * pair alone), 2020's in four bands of 10. */
+     * tanh and max pooling only), on pixels or floats: 2019 spring's and 2020's items (a channel, a window, two pairs
+     * of rows) dealt out to the block's warps (ST: 726 to 126 threads, 1600 to 384); 2020's 86 x 86 pixels an image
+     * copied 4 bytes at a time (7396 is no multiple of 8), its 80 outputs a row 20 whole windows, 2019 spring's 44
+     * eleven; 2018 spring's 60 ten windows of six (F(6, 5), its three pooled outputs a window stored a float at a
+     * time), in two bands of 15 pairs of rows, two at a time and the last alone. Each also alone on floats, its rows of
+     * four stored as 16-byte words: 2018 spring's and 2019 spring's in one band of 30 and 22 pairs of rows, two at a
+     * time (2019 spring's last pair alone), 2020's items dealt out to the block's warps. */
     const nc_conv_epilogue relu_max2 = {NC_RELU, NC_MAXPOOL, 2, 2};
     const struct { int H, M, K, act; } firsts[3] = {{64, 6, 5, NC_TANH}, {48, 6, 5, NC_TANH}, {86, 4, 7, NC_RELU}};
     for (int f = 0; f < 3; f++) {
@@ -694,7 +694,9 @@ int main(void) {
         test_fused_case(1500, 1, 29, 27, 12, 5, 1, NC_TANH, NC_MAXPOOL, 2, 2);
         test_fused_case(1500, 1, 32, 32, 12, 5, 1, -1, -1, 1, 0);
         test_fused_case(1500, 1, 32, 32, 12, 5, 1, -1, -1, 1, -1);
-        test_fused_case(400, 1, 86, 86, 4, 7, 1, NC_RELU, NC_MAXPOOL, 2, 1);
+        test_fused_case(400, 1, 86, 86, 4, 7, 1, NC_RELU, NC_MAXPOOL, 2, 1);  /* 2020's items dealt out (ST), pixels */
+        test_fused_case(200, 1, 86, 86, 4, 7, 0, NC_RELU, NC_MAXPOOL, 2, 0);  /* floats */
+        test_fused_case(200, 1, 86, 86, 4, 7, 1, -1, -1, 1, 0);               /* and alone */
         test_fused_case(400, 1, 70, 70, 12, 5, 1, NC_TANH, NC_MAXPOOL, 2, 3); /* with version 15's staged outputs */
         test_fused_case(200, 1, 70, 70, 12, 5, 0, NC_TANH, NC_MAXPOOL, 2, 0); /* and floats, 16 bytes a copy */
         test_fused_case(400, 1, 64, 64, 6, 5, 1, NC_TANH, NC_MAXPOOL, 2, 1);  /* F(6, 5)'s rows, pixels */
