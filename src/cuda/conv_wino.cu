@@ -633,29 +633,30 @@ __global__ void __launch_bounds__(64 * MG, MINB)
  * 2018 fall's), its number over the channels. A row of windows may overhang the outputs that count (2018 fall's 66
  * columns: 16 windows and a half), the input past the image read as zeros. Two barriers an image.
  *
- * ST (2019 spring's fused layer): a warp issues every instruction of a step however few of its lanes work, and two
- * bands of that layer's 66 (channel, window) threads took five warps, the fifth with 4 working lanes: a fifth of the
- * block's issue slots for 3% of its outputs. A throwaway variant that left those 4 threads' outputs undone ran in 0.125
- * ms against 0.156 (H200, N = 10000, 2026-11-29 16:00, bench/results/gpu-2026-11-29-s72-ab.log: so much for session
- * 59's reading that the idle lanes were not what held the kernel; its blocks of two images had two blocks an SM where
- * this has four). With ST the image's 726 items (a channel, a window, four rows: Q = 2) are dealt out in turn to the
- * block's first ST / M * M threads, 126 of ST = 128, each keeping its channel (and U): five rounds of four warps and a
- * sixth of three, 23 warp steps an image where the bands took 25 steps of two pairs and 5 of one. In the same call, on
- * pixels / floats, 0.1558 / 0.1547 ms -> 0.1289 / 0.1239 with four blocks an SM (MINB 4: 121 / 126 registers, no
- * spills), 0.1331 / 0.1285 with five (MINB 5: 96, 16-24 bytes spilled), 0.1492 / 0.1412 with ST = 192 (three of six);
- * the same bits. A warp's items sit in one or two groups of rows and five or six windows, so that its loads of V touch
- * few of them, as the bands' do (2.39 shared-memory wavefronts a load against 2.05). The other first layers' last
- * warps are fuller or their blocks fewer an SM: with their part-filled warps idle they ran 0.2-2.2% faster (2018
- * spring's, F(6, 5), 2% slower). Dealt out (session 73, H200, N = 10000, bench/results/gpu-2026-11-29-s73-ab.log) three
- * of them ran slower, and keep their bands: 2018 fall's fused 1-6% in eight to ten warps (ST = 256-320; nine and ten
- * hold it to 168 registers, three warps on some of an SM's four schedulers, and spill), 2019 fall's 2-11% in 18 to 20
- * (an image's last round of items leaves warps idle at the barrier, where each band's threads take 11 pairs of rows
- * alike), 2018 spring's 1-24% in four to eight. 2020's four bands of 80 threads had filled ten warps at 168 registers
- * (spilling 72-84 bytes); its 1600 items (a channel, a window, four rows) in twelve warps (ST = 384), at the same
- * registers and spills, took, fused with ReLU and 2/2 max pooling on pixels / floats, 0.5140 / 0.4770 ms -> 0.4809 /
- * 0.4515, and alone on floats 0.4690 -> 0.4368 (its warps' 16-byte stores four channels' rows of eight windows each);
- * eleven warps (352) 3% faster, ten (320) 1% slower, and 14 or 16 warps a pair of rows at a time (held to 128
- * registers, 430 bytes spilled) 0-7% slower; the same bits.
+ * ST (2019 spring's fused layer; 2020's fused and alone since session 73): a warp issues every instruction of a step
+ * however few of its lanes work, and two bands of that layer's 66 (channel, window) threads took five warps, the fifth
+ * with 4 working lanes: a fifth of the block's issue slots for 3% of its outputs. A throwaway variant that left those 4
+ * threads' outputs undone ran in 0.125 ms against 0.156 (H200, N = 10000, 2026-11-29 16:00,
+ * bench/results/gpu-2026-11-29-s72-ab.log: so much for session 59's reading that the idle lanes were not what held the
+ * kernel; its blocks of two images had two blocks an SM where this has four). With ST the image's 726 items (a channel,
+ * a window, four rows: Q = 2) are dealt out in turn to the block's first ST / M * M threads, 126 of ST = 128, each
+ * keeping its channel (and U): five rounds of four warps and a sixth of three, 23 warp steps an image where the bands
+ * took 25 steps of two pairs and 5 of one. In the same call, on pixels / floats, 0.1558 / 0.1547 ms -> 0.1289 / 0.1239
+ * with four blocks an SM (MINB 4: 121 / 126 registers, no spills), 0.1331 / 0.1285 with five (MINB 5: 96, 16-24 bytes
+ * spilled), 0.1492 / 0.1412 with ST = 192 (three of six); the same bits. A warp's items sit in one or two groups of
+ * rows and five or six windows, so that its loads of V touch few of them, as the bands' do (2.39 shared-memory
+ * wavefronts a load against 2.05). The other first layers' last warps are fuller or their blocks fewer an SM: with
+ * their part-filled warps idle they ran 0.2-2.2% faster (2018 spring's, F(6, 5), 2% slower). Dealt out (session 73,
+ * H200, N = 10000, bench/results/gpu-2026-11-29-s73-ab.log) three of them ran slower, and keep their bands: 2018 fall's
+ * fused 0.4-6% in eight to ten warps (ST = 256-320; nine and ten hold it to 168 registers, three warps on some of an
+ * SM's four schedulers, and spill), 2019 fall's 2-11% in 18 to 20 (likely as an image's last round of items leaves
+ * warps idle at the barrier, where each band's threads take 11 pairs of rows alike: ncu's barrier stalls 0.42 ->
+ * 0.51-0.90 an issue), 2018 spring's 4-24% in four to eight. 2020's four bands of 80 threads had filled ten warps at
+ * 168 registers (spilling 80-84 bytes); its 1600 items (a channel, a window, four rows) in twelve warps (ST = 384), at
+ * the same registers (72-80 bytes spilled), took, fused with ReLU and 2/2 max pooling on pixels / floats, 0.5140 /
+ * 0.4770 ms -> 0.4809 / 0.4515, and alone on floats 0.4690 -> 0.4368 (its warps' 16-byte stores four channels' rows of
+ * eight windows each); eleven warps (352) 3% faster, ten (320) 1% slower; a pair of rows at a time in twelve warps
+ * within 2%, in 14 or 16 (held to 128 registers, 420-440 bytes spilled) 4-7% slower or within 3%; the same bits.
  *
  * OS: the pooled outputs of an image go to shared memory, in y's order, and the block stores them to y as 16-byte
  * words during the next image's V (after the loop, the last image's). Stored by the threads that compute them, a
