@@ -631,7 +631,7 @@ __global__ void __launch_bounds__(64 * MG, MINB)
  * an SM) (bench/results/gpu-2026-11-28-s59-ab.log). A warp's loads of V touch few windows and are broadcast to its
  * channels: a thread's window is its number mod the row's windows (6 on 2017's layer), or, where a row has many (17 on
  * 2018 fall's), its number over the channels. A row of windows may overhang the outputs that count (2018 fall's 66
- * columns: 16 windows and a half), the input past the image read as zeros. Two barriers an image.
+ * columns: 16 windows and a half), the input past the image read as zeros. Two barriers an image (one under DV, below).
  *
  * ST (2019 spring's fused layer; 2020's fused and alone since session 73): a warp issues every instruction of a step
  * however few of its lanes work, and two bands of that layer's 66 (channel, window) threads took five warps, the fifth
@@ -672,6 +672,19 @@ __global__ void __launch_bounds__(64 * MG, MINB)
  * pooled first layers staging was slower (2018 spring's on pixels 0.246 -> 0.304 ms; 2018 fall's, whose pooled rows
  * are 33 wide too but whose block is seven warps, 0.98 -> 1.05; 2020's 3-5%) or no faster (2019 spring's), and they
  * keep their stores.
+ *
+ * DV (2019 fall's, 2018 fall's and 2020's fused layers, since session 73): V, and under OS the staged outputs, in two
+ * buffers each, so that an image's rows, the next image's V and (OS) the stores of the image before share one interval
+ * between barriers: one barrier an image where one buffer takes two. In one call (H200, N = 10000, 2026-11-29 17:37,
+ * bench/results/gpu-2026-11-29-s73-ab.log; the same bits), fused on pixels / floats: 2019 fall's 0.6164 / 0.5859 ms ->
+ * 0.5823 / 0.5740, 2018 fall's 0.9030 / 0.8869 -> 0.8777 / 0.8323, 2020's 0.4818 / 0.4505 -> 0.4775 / 0.4438. ncu on
+ * 2019 fall's on pixels: the issue slots 69% -> 73% busy; stalls a issue on the short scoreboard (shared-memory loads)
+ * 1.18 -> 0.75 and on the MIO queue 0.54 -> 0.27, the barrier's 0.42 -> 0.41: what the single buffers cost was the V
+ * phase's shared-memory traffic all at once, between two barriers, more than the waits at them. Session 59 had measured
+ * V in two buffers at most 1% faster on the first layers it had (2019 fall's had no kernel until session 63) and 19%
+ * slower on 2018 spring's (fewer blocks an SM); not measured since on 2017's, 2018 spring's and 2019 spring's, which
+ * run several blocks an SM. Shared memory a block, pixels / floats: 2019 fall's 187 / 215 KiB, 2018 fall's 126 / 155,
+ * 2020's 177 / 219 (of 227).
  *
  * Measured against version 14 in one call (a prototype of this kernel; H100, N = 10000, 2026-11-26 19:30,
  * docs/PERFORMANCE-LOG.md): 2017's first layer fused with tanh and 2/2 max pooling on uint8 pixels 0.308 ms against
@@ -723,7 +736,7 @@ template <int M, int H, int W, int K, int R = 1, int OW = 4, int ST = 0> struct 
 };
 
 template <int M, int H, int W, int K, int P, int EPI, bool U8, int MINB, int R = 1, int Q = 1, bool OS = false,
-          int OW = 4, int ST = 0>
+          int OW = 4, int ST = 0, bool DV = false>
 __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R, OW, ST>::NT, MINB)
     conv_wino_rows_kernel(float *__restrict__ y, const float *__restrict__ x, const uint8_t *__restrict__ xu,
                           const nc_conv_lut lut, const float *__restrict__ k, const float *__restrict__ bias, int B,
@@ -744,7 +757,8 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R, OW, ST>::NT, MINB)
     const int act = EPI == WINO_EPI_TANH_MAX ? NC_TANH : EPI == WINO_EPI_NONE ? -1 : act_arg;
     const int pool = EPI == WINO_EPI_TANH_MAX ? NC_MAXPOOL : EPI == WINO_EPI_NONE ? -1 : pool_arg;
     extern __shared__ float4 wino_smem[];
-    float *X0 = (float *)wino_smem, *X1 = X0 + XF, *Vs = X1 + XF, *Os = Vs + VF, *ls = Os + OF;
+    float *X0 = (float *)wino_smem, *X1 = X0 + XF, *V0 = X1 + XF, *V1 = V0 + (DV ? VF : 0), *O0 = V1 + VF;
+    float *O1 = O0 + (DV ? OF : 0), *ls = O1 + OF;
     /* ST: an image's items (a channel, a window, 2 Q rows) dealt out in turn to the block's first TS threads, TS a
      * multiple of M (so that a thread keeps its channel), window first: item i is channel i mod M, window i / M mod
      * NP, rows 2 Q (i / M / NP) on. */
@@ -803,23 +817,16 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R, OW, ST>::NT, MINB)
     };
     /* OS: image nf's outputs, staged in Os, out to y 16 bytes at a time (y is 16-byte aligned: the launcher's check,
      * and YF a multiple of 4) */
-    auto flush = [&](int nf) {
-        if (nf < 0) return;
+    auto flush = [&](int nf, const float *Os) {
+        if (nf < 0 || (DV && nf >= B)) return; /* DV: nf < B always; the test is in the machine code measured */
         float *yo = y + (size_t)nf * YF;
         for (int i = tid; i < YF / 4; i += NT) {
             const float4 v = *(const float4 *)&Os[4 * i];
             nc_st_global4(yo + 4 * i, v.x, v.y, v.z, v.w);
         }
     };
-    int n = blockIdx.x, buf = 0;
-    stage(n, X0);
-    for (; n < B; n += gridDim.x, buf ^= 1) {
-        const float *X = buf ? X1 : X0;
-        asm volatile("cp.async.wait_group 0;" ::: "memory");
-        __syncthreads(); /* this image staged; V free */
-        stage(n + gridDim.x, buf ? X0 : X1);
-        if constexpr (OS) flush(n - (int)gridDim.x); /* the image before, whose outputs Os holds */
-        /* V = B^T of every window: [row][quarter][window][4] */
+    /* V = B^T of every window of image X into Vs: [row][quarter][window][4] */
+    auto vphase = [&](const float *X, float *Vs) {
         for (int q = tid; q < H * NP; q += NT) {
             const int r = q / NP, j = q % NP;
             float d[NPT], v[VQ * 4];
@@ -845,8 +852,9 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R, OW, ST>::NT, MINB)
                 else
                     *(float2 *)&Vs[((VQ * r + h) * NP + j) * 4] = make_float2(v[4 * h], v[4 * h + 1]);
         }
-        __syncthreads(); /* V holds this image */
-        if (!active) continue;
+    };
+    /* Image n's outputs from its V (Vs), into y or (OS) Os */
+    auto image = [&](int n, const float *Vs, float *Os) {
         float *yn = OS ? Os + m * Yh * Yw : y + ((size_t)n * M + m) * Yh * Yw;
         /* Output rows y0 .. y0 + 2 QQ - 1. */
         auto rows = [&](auto qq, int y0) {
@@ -939,11 +947,50 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R, OW, ST>::NT, MINB)
                 for (int y0 = band * BR + BQ; y0 < (band + 1) * BR; y0 += 2)
                     rows(std::integral_constant<int, 1>(), y0);
         }
-    }
-    asm volatile("cp.async.wait_group 0;" ::: "memory");
-    if constexpr (OS) {
-        __syncthreads(); /* the last image's outputs in Os */
-        flush(n - (int)gridDim.x);
+    };
+    if constexpr (!DV) {
+        int n = blockIdx.x, buf = 0;
+        stage(n, X0);
+        for (; n < B; n += gridDim.x, buf ^= 1) {
+            const float *X = buf ? X1 : X0;
+            asm volatile("cp.async.wait_group 0;" ::: "memory");
+            __syncthreads(); /* this image staged; V free */
+            stage(n + gridDim.x, buf ? X0 : X1);
+            if constexpr (OS) flush(n - (int)gridDim.x, O0); /* the image before, whose outputs Os holds */
+            vphase(X, V0);
+            __syncthreads(); /* V holds this image */
+            if (!active) continue;
+            image(n, V0, O0);
+        }
+        asm volatile("cp.async.wait_group 0;" ::: "memory");
+        if constexpr (OS) {
+            __syncthreads(); /* the last image's outputs in Os */
+            flush(n - (int)gridDim.x, O0);
+        }
+    } else {
+        const int GS = gridDim.x;
+        int n = blockIdx.x;
+        /* DV: V and Os in two buffers each, one barrier an image: image n's rows (from V[b]), image n + GS's V (from
+         * X[!b] into V[!b]) and the outputs of image n - GS (from O[!b]) between the same two barriers. */
+        stage(n, X0);
+        asm volatile("cp.async.wait_group 0;" ::: "memory");
+        __syncthreads(); /* the first image staged, the lut loaded */
+        stage(n + GS, X1);
+        if (n < B) vphase(X0, V0);
+        int b = 0;
+        for (; n < B; n += GS, b ^= 1) {
+            asm volatile("cp.async.wait_group 0;" ::: "memory");
+            __syncthreads(); /* V[b] holds image n, X[!b] image n + GS; X[b], V[!b], O[b] free */
+            stage(n + 2 * GS, b ? X1 : X0);
+            if (n + GS < B) vphase(b ? X0 : X1, b ? V0 : V1);
+            if (active) image(n, b ? V1 : V0, b ? O1 : O0);
+            if constexpr (OS) flush(n - GS, b ? O0 : O1);
+        }
+        asm volatile("cp.async.wait_group 0;" ::: "memory");
+        if constexpr (OS) {
+            __syncthreads(); /* the last image's outputs in O[!b] */
+            flush(n - GS, b ? O0 : O1);
+        }
     }
 }
 
@@ -1346,15 +1393,16 @@ typedef struct {
 } wrow_entry;
 
 template <int M, int H, int W, int K, int P, int EPI, bool U8, int MINB, int R = 1, int Q = 1, bool OS = false,
-          int OW = 4, int ST = 0>
+          int OW = 4, int ST = 0, bool DV = false>
 static wrow_entry wrow_make() {
     static wino_fit fit;
     using G = wrow_geom<M, H, W, K, R, OW, ST>;
     /* two images, V, the outputs staged (OS) and the pixels' lut */
-    constexpr size_t smem = (size_t)(2 * G::xf(U8) + G::VF + (OS ? G::YF : 0) + (U8 ? 256 : 0)) * sizeof(float);
+    constexpr size_t smem =
+        (size_t)(2 * G::xf(U8) + (DV ? 2 : 1) * (G::VF + (OS ? G::YF : 0)) + (U8 ? 256 : 0)) * sizeof(float);
     static_assert(smem <= 227 * 1024, "a block's shared memory");
     return wrow_entry{
-        H, W, M, K, P, EPI, U8, G::NT, smem, conv_wino_rows_kernel<M, H, W, K, P, EPI, U8, MINB, R, Q, OS, OW, ST>,
+        H, W, M, K, P, EPI, U8, G::NT, smem, conv_wino_rows_kernel<M, H, W, K, P, EPI, U8, MINB, R, Q, OS, OW, ST, DV>,
         &fit,
     };
 }
@@ -1382,8 +1430,9 @@ static const wrow_entry *wrow_for(int H, int W, int M, int K, const nc_conv_epil
         wrow_make<50, 28, 28, 5, 1, WINO_EPI_NONE, false, 2>(),
         wrow_make<50, 28, 28, 5, 1, WINO_EPI_ANY, false, 2>(),
         wrow_make<50, 28, 28, 5, 2, WINO_EPI_ANY, false, 2>(),
-        wrow_make<12, 72, 72, 7, 2, WINO_EPI_TANH_MAX, true, 1, 1, 3>(),  /* 2018 fall, fused: pixels of its size */
-        wrow_make<12, 72, 72, 7, 2, WINO_EPI_TANH_MAX, false, 1, 1, 3>(), /* floats (28 x 28 images upscaled) */
+        /* 2018 fall, fused: pixels of its size, floats (28 x 28 images upscaled); V in two buffers (DV) */
+        wrow_make<12, 72, 72, 7, 2, WINO_EPI_TANH_MAX, true, 1, 1, 3, false, 4, 0, true>(),
+        wrow_make<12, 72, 72, 7, 2, WINO_EPI_TANH_MAX, false, 1, 1, 3, false, 4, 0, true>(),
         /* 2018 spring: F(6, 5), two bands, two pairs at a time */
         wrow_make<6, 64, 64, 5, 2, WINO_EPI_TANH_MAX, true, 1, 2, 2, false, 6>(),
         wrow_make<6, 64, 64, 5, 2, WINO_EPI_TANH_MAX, false, 1, 2, 2, false, 6>(),
@@ -1392,14 +1441,14 @@ static const wrow_entry *wrow_for(int H, int W, int M, int K, const nc_conv_epil
         wrow_make<6, 48, 48, 5, 2, WINO_EPI_TANH_MAX, false, 4, 1, 2, false, 4, 128>(),
         wrow_make<6, 48, 48, 5, 1, WINO_EPI_NONE, false, 2, 1, 2>(), /* 2019 spring alone: one band, two pairs */
         wrow_make<6, 64, 64, 5, 1, WINO_EPI_NONE, false, 1, 1, 2>(), /* 2018 spring alone */
-        /* 2020 (ReLU), fused and alone: its items dealt out to twelve warps (ST) */
-        wrow_make<4, 86, 86, 7, 2, WINO_EPI_ANY, true, 1, 1, 2, false, 4, 384>(),
-        wrow_make<4, 86, 86, 7, 2, WINO_EPI_ANY, false, 1, 1, 2, false, 4, 384>(),
+        /* 2020 (ReLU), fused and alone: its items dealt out to twelve warps (ST); fused, V in two buffers (DV) */
+        wrow_make<4, 86, 86, 7, 2, WINO_EPI_ANY, true, 1, 1, 2, false, 4, 384, true>(),
+        wrow_make<4, 86, 86, 7, 2, WINO_EPI_ANY, false, 1, 1, 2, false, 4, 384, true>(),
         wrow_make<4, 86, 86, 7, 1, WINO_EPI_NONE, false, 1, 1, 2, false, 4, 384>(),
         wrow_make<12, 72, 72, 7, 1, WINO_EPI_NONE, false, 1, 1, 3>(), /* 2018 fall alone: three pairs at a time */
-        /* 2019 fall: three bands, a pair at a time, the outputs staged (OS) */
-        wrow_make<12, 70, 70, 5, 2, WINO_EPI_TANH_MAX, true, 1, 3, 1, true>(),
-        wrow_make<12, 70, 70, 5, 2, WINO_EPI_TANH_MAX, false, 1, 3, 1, true>(),
+        /* 2019 fall: three bands, a pair at a time, the outputs staged (OS), V and the outputs in two buffers (DV) */
+        wrow_make<12, 70, 70, 5, 2, WINO_EPI_TANH_MAX, true, 1, 3, 1, true, 4, 0, true>(),
+        wrow_make<12, 70, 70, 5, 2, WINO_EPI_TANH_MAX, false, 1, 3, 1, true, 4, 0, true>(),
     };
     if ((K != 5 && K != 7) || !nc_conv_direct_fuses(e, K) || (e->pool >= 0 && e->P != 2)) return nullptr;
     const int P = e->pool < 0 ? 1 : 2;
