@@ -944,8 +944,7 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R, OW, ST>::NT, MINB)
             for (int y0 = band * BR; y0 < band * BR + BQ; y0 += 2 * Q) rows(std::integral_constant<int, Q>(), y0);
             if constexpr (BQ < BR) /* the pairs left over, one at a time */
 #pragma unroll 1
-                for (int y0 = band * BR + BQ; y0 < (band + 1) * BR; y0 += 2)
-                    rows(std::integral_constant<int, 1>(), y0);
+                for (int y0 = band * BR + BQ; y0 < (band + 1) * BR; y0 += 2) rows(std::integral_constant<int, 1>(), y0);
         }
     };
     if constexpr (!DV) {
@@ -1401,10 +1400,8 @@ static wrow_entry wrow_make() {
     constexpr size_t smem =
         (size_t)(2 * G::xf(U8) + (DV ? 2 : 1) * (G::VF + (OS ? G::YF : 0)) + (U8 ? 256 : 0)) * sizeof(float);
     static_assert(smem <= 227 * 1024, "a block's shared memory");
-    return wrow_entry{
-        H, W, M, K, P, EPI, U8, G::NT, smem, conv_wino_rows_kernel<M, H, W, K, P, EPI, U8, MINB, R, Q, OS, OW, ST, DV>,
-        &fit,
-    };
+    const wrow_fn fn = conv_wino_rows_kernel<M, H, W, K, P, EPI, U8, MINB, R, Q, OS, OW, ST, DV>;
+    return wrow_entry{H, W, M, K, P, EPI, U8, G::NT, smem, fn, &fit};
 }
 
 /* 2017's first layer, 1 x 28 x 28 -> 50: on pixels fused as its network runs it (tanh, 2/2 max pooling) or with any

@@ -697,12 +697,12 @@ int main(void) {
         test_fused_case(400, 1, 86, 86, 4, 7, 1, NC_RELU, NC_MAXPOOL, 2, 1);  /* 2020's items dealt out (ST), pixels */
         test_fused_case(200, 1, 86, 86, 4, 7, 0, NC_RELU, NC_MAXPOOL, 2, 0);  /* floats */
         test_fused_case(200, 1, 86, 86, 4, 7, 1, -1, -1, 1, 0);               /* and alone */
-        test_fused_case(400, 1, 70, 70, 12, 5, 1, NC_TANH, NC_MAXPOOL, 2, 3); /* with version 15's staged outputs */
+        test_fused_case(400, 1, 70, 70, 12, 5, 1, NC_TANH, NC_MAXPOOL, 2, 3); /* staged outputs, V in 2 buffers */
         test_fused_case(200, 1, 70, 70, 12, 5, 0, NC_TANH, NC_MAXPOOL, 2, 0); /* and floats, 16 bytes a copy */
         test_fused_case(400, 1, 64, 64, 6, 5, 1, NC_TANH, NC_MAXPOOL, 2, 1);  /* F(6, 5)'s rows, pixels */
         test_fused_case(200, 1, 64, 64, 6, 5, 0, NC_TANH, NC_MAXPOOL, 2, -1); /* and floats, plain loads */
-        test_fused_case(400, 1, 48, 48, 6, 5, 1, NC_TANH, NC_MAXPOOL, 2, 1);  /* items dealt out to warps (ST), pixels */
-        test_fused_case(200, 1, 48, 48, 6, 5, 0, NC_TANH, NC_MAXPOOL, 2, 0);  /* and floats */
+        test_fused_case(400, 1, 48, 48, 6, 5, 1, NC_TANH, NC_MAXPOOL, 2, 1); /* items dealt out to warps (ST), pixels */
+        test_fused_case(200, 1, 48, 48, 6, 5, 0, NC_TANH, NC_MAXPOOL, 2, 0); /* and floats */
         test_fused_case(30, 1, 30, 30, 400, 7, 1, NC_TANH, NC_MAXPOOL, 2, 2);
         test_fused_case(2, 1, 421, 300, 6, 5, 1, NC_RELU, -1, 1, 1);
         test_fused_case(4000, 3, 12, 12, 5, 3, 1, NC_RELU, NC_MAXPOOL, 2, 0);
@@ -713,7 +713,7 @@ int main(void) {
         test_fused_case(100, 6, 22, 22, 16, 5, 1, NC_TANH, NC_MAXPOOL, 2, -2); /* version 15's, a float at a time */
         test_fused_case(300, 12, 33, 33, 24, 5, 1, NC_TANH, NC_MAXPOOL, 2, 0); /* version 15's kernels, with these */
         test_fused_case(600, 1, 28, 28, 50, 5, 0, NC_RELU, -1, 1, 2);         /* and its rows', pixels by plain loads */
-        test_fused_case(400, 1, 72, 72, 12, 7, 0, NC_TANH, NC_MAXPOOL, 2, 1); /* F(4, 7)'s rows, cp.async */
+        test_fused_case(400, 1, 72, 72, 12, 7, 0, NC_TANH, NC_MAXPOOL, 2, 1); /* F(4, 7)'s rows, two V buffers */
         test_fused_case(50, 1, 72, 72, 12, 7, 0, NC_TANH, NC_MAXPOOL, 2, 3);  /* and plain loads */
         test_fused_case(50, 1, 72, 72, 12, 7, 0, NC_TANH, NC_MAXPOOL, 2, -1); /* floats, plain loads */
         test_fused_case(300, 1, 72, 72, 12, 7, 1, -1, -1, 1, 0);              /* alone, rows of 8-byte pairs */
