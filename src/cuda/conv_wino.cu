@@ -673,18 +673,25 @@ __global__ void __launch_bounds__(64 * MG, MINB)
  * are 33 wide too but whose block is seven warps, 0.98 -> 1.05; 2020's 3-5%) or no faster (2019 spring's), and they
  * keep their stores.
  *
- * DV (2019 fall's, 2018 fall's and 2020's fused layers, since session 73): V, and under OS the staged outputs, in two
- * buffers each, so that an image's rows, the next image's V and (OS) the stores of the image before share one interval
- * between barriers: one barrier an image where one buffer takes two. In one call (H200, N = 10000, 2026-11-29 17:37,
+ * DV (2019 fall's, 2018 fall's and 2020's fused layers, since session 73; 2017's and 2018 spring's fused on pixels and
+ * 2019 spring's and 2020's alone since session 74): V, and under OS the staged outputs, in two buffers each, so that an
+ * image's rows, the next image's V and (OS) the stores of the image before share one interval between barriers: one
+ * barrier an image where one buffer takes two. In one call (H200, N = 10000, 2026-11-29 17:37,
  * bench/results/gpu-2026-11-29-s73-ab.log; the same bits), fused on pixels / floats: 2019 fall's 0.6164 / 0.5859 ms ->
  * 0.5823 / 0.5740, 2018 fall's 0.9030 / 0.8869 -> 0.8777 / 0.8323, 2020's 0.4818 / 0.4505 -> 0.4775 / 0.4438. ncu on
  * 2019 fall's on pixels: the issue slots 69% -> 73% busy; stalls a issue on the short scoreboard (shared-memory loads)
  * 1.18 -> 0.75 and on the MIO queue 0.54 -> 0.27, the barrier's 0.42 -> 0.41: what the single buffers cost was the V
  * phase's shared-memory traffic all at once, between two barriers, more than the waits at them. Session 59 had measured
  * V in two buffers at most 1% faster on the first layers it had (2019 fall's had no kernel until session 63) and 19%
- * slower on 2018 spring's (fewer blocks an SM); not measured since on 2017's, 2018 spring's and 2019 spring's, which
- * run several blocks an SM. Shared memory a block, pixels / floats: 2019 fall's 187 / 215 KiB, 2018 fall's 126 / 155,
- * 2020's 177 / 219 (of 227).
+ * slower on 2018 spring's (fewer blocks an SM). On the rest, in one call (session 74: H200, N = 10000, 2026-11-29
+ * 18:21, bench/results/gpu-2026-11-29-s74-ab.log; the same bits), faster and kept: 2017's fused on pixels 0.3003 ->
+ * 0.2868 ms (two blocks an SM either way, held by registers), 2018 spring's fused on pixels 0.2333 -> 0.2264 (three,
+ * held by registers), 2019 spring's alone 0.1745 -> 0.1710 (five blocks -> four), 2020's alone 0.4410 -> 0.4333; left
+ * out: 2018 spring's fused on floats 0.2261 -> 0.2430 (three blocks -> two, held by shared memory), 2019 spring's fused
+ * on pixels / floats 0.1295 / 0.1240 -> 0.1282 / 0.1246, 2018 fall's alone 0.8408 -> 0.8350, 2017's alone 0.3416 ->
+ * 0.3424 (the rows of identical machine code moved by up to 0.6%). Shared memory a block, pixels / floats: 2019 fall's
+ * 187 / 215 KiB, 2018 fall's 126 / 155, 2020's 177 / 219 (of 227); 2017's 13 KiB on pixels, 2018 spring's 69, 2019
+ * spring's alone 51, 2020's 219.
  *
  * Measured against version 14 in one call (a prototype of this kernel; H100, N = 10000, 2026-11-26 19:30,
  * docs/PERFORMANCE-LOG.md): 2017's first layer fused with tanh and 2/2 max pooling on uint8 pixels 0.308 ms against
@@ -818,7 +825,7 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R, OW, ST>::NT, MINB)
     /* OS: image nf's outputs, staged in Os, out to y 16 bytes at a time (y is 16-byte aligned: the launcher's check,
      * and YF a multiple of 4) */
     auto flush = [&](int nf, const float *Os) {
-        if (nf < 0 || (DV && nf >= B)) return; /* DV: nf < B always; the test is in the machine code measured */
+        if (nf < 0) return;
         float *yo = y + (size_t)nf * YF;
         for (int i = tid; i < YF / 4; i += NT) {
             const float4 v = *(const float4 *)&Os[4 * i];
@@ -1421,7 +1428,8 @@ static wrow_entry wrow_make() {
  * The zoo's networks run no first layer alone; the bench times each so. */
 static const wrow_entry *wrow_for(int H, int W, int M, int K, const nc_conv_epilogue *e, int pixels) {
     static const wrow_entry kernels[] = {
-        wrow_make<50, 28, 28, 5, 2, WINO_EPI_TANH_MAX, true, 2, 1, 2>(), /* two pairs of rows an iteration */
+        /* fused on pixels: two pairs of rows an iteration, V in two buffers (DV) */
+        wrow_make<50, 28, 28, 5, 2, WINO_EPI_TANH_MAX, true, 2, 1, 2, false, 4, 0, true>(),
         wrow_make<50, 28, 28, 5, 2, WINO_EPI_ANY, true, 2, 1, 2>(),
         wrow_make<50, 28, 28, 5, 1, WINO_EPI_ANY, true, 2>(),
         wrow_make<50, 28, 28, 5, 1, WINO_EPI_NONE, false, 2>(),
@@ -1430,18 +1438,19 @@ static const wrow_entry *wrow_for(int H, int W, int M, int K, const nc_conv_epil
         /* 2018 fall, fused: pixels of its size, floats (28 x 28 images upscaled); V in two buffers (DV) */
         wrow_make<12, 72, 72, 7, 2, WINO_EPI_TANH_MAX, true, 1, 1, 3, false, 4, 0, true>(),
         wrow_make<12, 72, 72, 7, 2, WINO_EPI_TANH_MAX, false, 1, 1, 3, false, 4, 0, true>(),
-        /* 2018 spring: F(6, 5), two bands, two pairs at a time */
-        wrow_make<6, 64, 64, 5, 2, WINO_EPI_TANH_MAX, true, 1, 2, 2, false, 6>(),
+        /* 2018 spring: F(6, 5), two bands, two pairs at a time; on pixels V in two buffers (DV) */
+        wrow_make<6, 64, 64, 5, 2, WINO_EPI_TANH_MAX, true, 1, 2, 2, false, 6, 0, true>(),
         wrow_make<6, 64, 64, 5, 2, WINO_EPI_TANH_MAX, false, 1, 2, 2, false, 6>(),
         /* 2019 spring: its items (a channel, a window, two pairs of rows) dealt out to four warps (ST) */
         wrow_make<6, 48, 48, 5, 2, WINO_EPI_TANH_MAX, true, 4, 1, 2, false, 4, 128>(),
         wrow_make<6, 48, 48, 5, 2, WINO_EPI_TANH_MAX, false, 4, 1, 2, false, 4, 128>(),
-        wrow_make<6, 48, 48, 5, 1, WINO_EPI_NONE, false, 2, 1, 2>(), /* 2019 spring alone: one band, two pairs */
+        /* 2019 spring alone: one band, two pairs at a time, V in two buffers (DV) */
+        wrow_make<6, 48, 48, 5, 1, WINO_EPI_NONE, false, 2, 1, 2, false, 4, 0, true>(),
         wrow_make<6, 64, 64, 5, 1, WINO_EPI_NONE, false, 1, 1, 2>(), /* 2018 spring alone */
-        /* 2020 (ReLU), fused and alone: its items dealt out to twelve warps (ST); fused, V in two buffers (DV) */
+        /* 2020 (ReLU), fused and alone: its items dealt out to twelve warps (ST), V in two buffers (DV) */
         wrow_make<4, 86, 86, 7, 2, WINO_EPI_ANY, true, 1, 1, 2, false, 4, 384, true>(),
         wrow_make<4, 86, 86, 7, 2, WINO_EPI_ANY, false, 1, 1, 2, false, 4, 384, true>(),
-        wrow_make<4, 86, 86, 7, 1, WINO_EPI_NONE, false, 1, 1, 2, false, 4, 384>(),
+        wrow_make<4, 86, 86, 7, 1, WINO_EPI_NONE, false, 1, 1, 2, false, 4, 384, true>(),
         wrow_make<12, 72, 72, 7, 1, WINO_EPI_NONE, false, 1, 1, 3>(), /* 2018 fall alone: three pairs at a time */
         /* 2019 fall: three bands, a pair at a time, the outputs staged (OS), V and the outputs in two buffers (DV) */
         wrow_make<12, 70, 70, 5, 2, WINO_EPI_TANH_MAX, true, 1, 3, 1, true, 4, 0, true>(),

@@ -690,19 +690,20 @@ int main(void) {
      * K = 7 second layers alone among them: bands of whole rows). */
     const char *quick_env = getenv("NC_GPU_TEST_QUICK");
     if (quick_env && *quick_env == '1') {
-        test_fused_case(1500, 1, 28, 28, 50, 5, 1, NC_TANH, NC_MAXPOOL, 2, 1);
+        test_fused_case(1500, 1, 28, 28, 50, 5, 1, NC_TANH, NC_MAXPOOL, 2, 1); /* version 15's: V in 2 buffers */
         test_fused_case(1500, 1, 29, 27, 12, 5, 1, NC_TANH, NC_MAXPOOL, 2, 2);
         test_fused_case(1500, 1, 32, 32, 12, 5, 1, -1, -1, 1, 0);
         test_fused_case(1500, 1, 32, 32, 12, 5, 1, -1, -1, 1, -1);
         test_fused_case(400, 1, 86, 86, 4, 7, 1, NC_RELU, NC_MAXPOOL, 2, 1);  /* 2020's items dealt out (ST), pixels */
         test_fused_case(200, 1, 86, 86, 4, 7, 0, NC_RELU, NC_MAXPOOL, 2, 0);  /* floats */
-        test_fused_case(200, 1, 86, 86, 4, 7, 1, -1, -1, 1, 0);               /* and alone */
+        test_fused_case(200, 1, 86, 86, 4, 7, 1, -1, -1, 1, 0);               /* and alone, V in 2 buffers */
         test_fused_case(400, 1, 70, 70, 12, 5, 1, NC_TANH, NC_MAXPOOL, 2, 3); /* staged outputs, V in 2 buffers */
         test_fused_case(200, 1, 70, 70, 12, 5, 0, NC_TANH, NC_MAXPOOL, 2, 0); /* and floats, 16 bytes a copy */
-        test_fused_case(400, 1, 64, 64, 6, 5, 1, NC_TANH, NC_MAXPOOL, 2, 1);  /* F(6, 5)'s rows, pixels */
+        test_fused_case(400, 1, 64, 64, 6, 5, 1, NC_TANH, NC_MAXPOOL, 2, 1);  /* F(6, 5)'s rows, pixels, 2 V buffers */
         test_fused_case(200, 1, 64, 64, 6, 5, 0, NC_TANH, NC_MAXPOOL, 2, -1); /* and floats, plain loads */
         test_fused_case(400, 1, 48, 48, 6, 5, 1, NC_TANH, NC_MAXPOOL, 2, 1); /* items dealt out to warps (ST), pixels */
         test_fused_case(200, 1, 48, 48, 6, 5, 0, NC_TANH, NC_MAXPOOL, 2, 0); /* and floats */
+        test_fused_case(200, 1, 48, 48, 6, 5, 1, -1, -1, 1, 0);              /* alone: V in 2 buffers */
         test_fused_case(30, 1, 30, 30, 400, 7, 1, NC_TANH, NC_MAXPOOL, 2, 2);
         test_fused_case(2, 1, 421, 300, 6, 5, 1, NC_RELU, -1, 1, 1);
         test_fused_case(4000, 3, 12, 12, 5, 3, 1, NC_RELU, NC_MAXPOOL, 2, 0);
