@@ -1028,8 +1028,11 @@ __global__ void __launch_bounds__(wrow_geom<M, H, W, K, R, OW, ST>::NT, MINB)
  * Measured against F(2, 7) in one call (bench/ab/conv_one, H100, N = 10000, 2026-11-27 21:35,
  * docs/PERFORMANCE-LOG.md): 2018 fall's second layer fused with tanh and 2/2 max pooling 3.330 -> 2.880 ms, 2020's
  * with ReLU and 4/4 max pooling 1.075 -> 0.818 (version 6: 4.46 and 1.44). 2018 fall's kernel, 480 threads at two
- * blocks an SM, is held to 64 registers and spills 72-80 bytes; one block an SM (128 registers) took 2.98 ms, blocks
- * of a third of the channels (each computing the item's V) 3.44–3.75.
+ * blocks an SM, was held to 64 registers and spilled 72-80 bytes; one block an SM (128 registers) took 2.98 ms, blocks
+ * of a third of the channels (each computing the item's V) 3.44–3.75. Since its lanes take output channels before
+ * points (below), one block an SM (106 registers, no spills) is the faster, and phase 2's rows in two bands of 13:
+ * on the H200 (bench/ab/conv_one, one call, 2026-11-29), with tanh 2.882 ms -> 2.796 (channels first, one block) ->
+ * 2.765 (bands of 13), with ReLU 2.899 -> 2.799 -> 2.767, the same bits (two windows a thread: 2.93 and 2.97).
  *
  * Alone (P = 1), an item is an image's band of rows with all its windows (BANDS bands an image), and phase 3's lanes
  * take a row's windows first, so that a warp's stores run along the channel's plane (8-byte pairs where the row's
@@ -1087,8 +1090,14 @@ __global__ void __launch_bounds__(wr7_geom<C, M, H, W, P, NW, WT, CS, BANDS>::NT
     const int pool = EPI == WINO_EPI_TANH_MAX ? NC_MAXPOOL : EPI == WINO_EPI_NONE ? -1 : pool_arg;
     extern __shared__ float4 wino_smem[];
     float *Xs = (float *)wino_smem, *Vs = Xs + G::X_F, *Ps = Vs + G::V_F;
-    /* A thread's half cs (adjacent lanes), point xi and output channel m; w1, its first window in the item. */
-    const int tid = threadIdx.x, cs = tid % CS, xi = tid / CS % NP, m = tid / (NP * CS) % M;
+    /* A thread's half cs (adjacent lanes), point xi and output channel m; w1, its first window in the item. With
+     * CS = 2 (2018 fall's layer), output channels before points: the lanes of a half warp then read V at two addresses
+     * (one point's two halves) where with points first they read 16 (10 points' halves, and the next channel's) in 3
+     * wavefronts an 8-byte load, not 2. ncu on the layer fused (H200, 2026-11-29): shared-memory loads 357 -> 135
+     * million wavefronts; bench/ab/conv_one, 2.890 -> 2.827 ms fused, 2.883 -> 2.644 alone, the same bits. (CS = 1,
+     * 2020's layer, reads 16 bytes a lane: a wavefront a quarter warp either way.) */
+    const int tid = threadIdx.x, cs = tid % CS;
+    const int xi = CS == 2 ? tid / (CS * M) % NP : tid / CS % NP, m = CS == 2 ? tid / CS % M : tid / (NP * CS) % M;
     const int w1 = tid / (NP * CS * M) * WT;
     const int items = B * BANDS * GROUPS;    /* an item: (image, band, group of windows), the group first */
     const bool y8 = ((uintptr_t)y & 7) == 0; /* alone, where Wo is even: a window's outputs as 8-byte pairs */
@@ -1350,7 +1359,8 @@ static wino_entry wr7_make() {
  * epilogue (MG = 2 measured faster than 4 on each; docs/PERFORMANCE-LOG.md, 2026-11-26); its K = 7 second layers as
  * their networks fuse them (2018 fall's also for any other activation and 2/2 pooling, 2020's for any activation
  * and 4/4 pooling) and alone (no epilogue: as the bench times a layer alone). NW, WT, CS, R and BANDS were chosen
- * among 3 to 6 variants each (docs/PERFORMANCE-LOG.md, 2026-11-27 21:20-21:40 and 2026-11-28 19:20-19:35). */
+ * among 3 to 6 variants each (docs/PERFORMANCE-LOG.md, 2026-11-27 21:20-21:40 and 2026-11-28 19:20-19:35), MINB and R
+ * of 2018 fall's fused kernels again on 2026-11-29 (two blocks an SM to one, a band of 26 rows to 13). */
 static const wino_entry *wino_for(int C, int H, int W, int M, int K, const nc_conv_epilogue *e) {
     static const wino_entry kernels[] = {
         wino_make<12, 33, 33, 24, 2, 2, WINO_EPI_TANH_MAX, 2>(), /* 2019 fall, fused */
@@ -1363,8 +1373,8 @@ static const wino_entry *wino_for(int C, int H, int W, int M, int K, const nc_co
         wino_make<6, 22, 22, 16, 2, 1, WINO_EPI_ANY, 3>(),
         wino_make<6, 30, 30, 16, 2, 1, WINO_EPI_NONE, 3>(), /* 2018 spring (its network runs it alone) */
         wino_make<6, 30, 30, 16, 2, 1, WINO_EPI_ANY, 3>(),
-        wr7_make<12, 33, 33, 24, 2, WINO_EPI_TANH_MAX, 1, 1, 2, 26, 2>(), /* 2018 fall, fused */
-        wr7_make<12, 33, 33, 24, 2, WINO_EPI_ANY, 1, 1, 2, 26, 2>(),
+        wr7_make<12, 33, 33, 24, 2, WINO_EPI_TANH_MAX, 1, 1, 2, 13, 1>(), /* 2018 fall, fused */
+        wr7_make<12, 33, 33, 24, 2, WINO_EPI_ANY, 1, 1, 2, 13, 1>(),
         wr7_make<4, 40, 40, 16, 4, WINO_EPI_ANY, 4, 1, 1, 32, 1>(),     /* 2020, fused (ReLU, 4/4 max pooling) */
         wr7_make<12, 33, 33, 24, 1, WINO_EPI_NONE, 7, 7, 2, 9, 1, 3>(), /* 2018 fall, alone: three bands */
         wr7_make<4, 40, 40, 16, 1, WINO_EPI_NONE, 9, 3, 1, 17, 1, 2>(), /* 2020, alone: two bands */
