@@ -14,7 +14,10 @@ and then the stall reasons (ncu's warps stalled for each one, per issued instruc
 has them, a second line: the global stores' sectors a request (4 where a warp stores 128 contiguous bytes), the
 sectors written to L2, and the bytes DRAM read and wrote; and a third: shared memory's wavefronts for loads and stores,
 each over its instructions (a warp's 16-byte loads without bank conflicts take 4), and both over the SMs' cycles (1
-at most: the pipe full)."""
+at most: the pipe full); and a last: the launch's cycles, the clock they ran at, and the cycles its instructions take
+at a full issue rate. ncu locks the clocks (about 1.5 GHz on the H200, where the bench runs at 1980 MHz), so
+that ms(ncu) is no bench time: compare cycles, or the bench's time with a count at its clock (session 76 found a
+figure of session 75's that set ncu's time against the bench's)."""
 import csv
 import sys
 
@@ -93,6 +96,8 @@ def main(argv):
             print("%-16s %-22s shared memory: loads %.1f M wavefronts (%.2f an instruction), stores %.1f M (%.2f); "
                   "%.2f wavefronts an SM and cycle" % ("", "", ldw / 1e6, ldw / ldi, stw / 1e6, stw / sti,
                                                             (ldw + stw) / (sms * cyc)))
+        print("%-16s %-22s cycles: %.1f thousand at %.0f MHz (ncu's clock), %.1f thousand at a full issue rate" % (
+            "", "", cyc / 1e3, cyc / ns * 1e3, inst / (4 * sms) / 1e3))
 
 
 if __name__ == "__main__":
