@@ -118,6 +118,7 @@ def search(data):
     for worst, name in sorted(out)[:8]:
         print(f"  0 {name:24s} {worst:7.3f}")
 
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--images", type=int, default=4)
